@@ -1,0 +1,33 @@
+"""Comparing one output: shapes exactly, integers and booleans exactly, floats within rtol/atol."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir2onnx.check.report import OutputComparison
+
+
+def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: float, atol: float) -> OutputComparison:
+    if ref is None:
+        return OutputComparison(name, tuple(got.shape), None, str(got.dtype), None, None, True, "not compared")
+    shape_ok = tuple(got.shape) == tuple(ref.shape)
+    if not shape_ok:
+        return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), None, None, False,
+                                "shape differs")
+    if got.size == 0:
+        return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), 0.0, 0.0, True)
+    exact = got.dtype.kind in "biu" or ref.dtype.kind in "biu"
+    a = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(r)
+    diff = np.where(both_nan, 0.0, np.abs(a - r))
+    diff = np.where(np.isinf(a) & (a == r), 0.0, diff)
+    max_abs = float(np.max(diff))
+    rel = diff / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
+    max_rel = float(np.max(np.where(diff == 0, 0.0, rel)))
+    if exact:
+        ok = max_abs == 0.0
+    else:
+        ok = bool(np.all(diff <= atol + rtol * np.abs(r)))
+    return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), max_abs, max_rel, ok,
+                            "" if ok else ("values differ" if not exact else "integer values differ"))

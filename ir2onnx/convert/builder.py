@@ -1,0 +1,242 @@
+"""One builder for the main graph and every body: globally unique names, zero-copy initializers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.ir.element_types import ElementType, element_type_of
+
+_ET_TO_ONNX: dict[str, ir.DataType] = {
+    "f64": ir.DataType.DOUBLE, "f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16,
+    "bf16": ir.DataType.BFLOAT16, "i64": ir.DataType.INT64, "i32": ir.DataType.INT32,
+    "i16": ir.DataType.INT16, "i8": ir.DataType.INT8, "u64": ir.DataType.UINT64, "u32": ir.DataType.UINT32,
+    "u16": ir.DataType.UINT16, "u8": ir.DataType.UINT8, "boolean": ir.DataType.BOOL,
+    # sub-byte and 8-bit float constants are unpacked/upcast when read (see onnx_dtype)
+    "u1": ir.DataType.UINT8, "u2": ir.DataType.UINT8, "u4": ir.DataType.UINT8, "i4": ir.DataType.INT8,
+    "nf4": ir.DataType.FLOAT, "f4e2m1": ir.DataType.FLOAT,
+    "f8e4m3": ir.DataType.FLOAT, "f8e5m2": ir.DataType.FLOAT,
+}
+
+
+def onnx_dtype(et: ElementType) -> ir.DataType:
+    """The ONNX element type that holds values of an OpenVINO element type."""
+    return _ET_TO_ONNX[et.name]
+
+
+def _sanitize(hint: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_.:/\-]", "_", hint).strip("_") or "t"
+    return s[:120]
+
+
+class Names:
+    """Name authority shared by the main graph and all bodies: no name is ever used twice."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._counters: dict[str, int] = {}
+
+    def reserve(self, name: str) -> bool:
+        if name in self._used:
+            return False
+        self._used.add(name)
+        return True
+
+    def fresh(self, hint: str) -> str:
+        base = _sanitize(hint)
+        if self.reserve(base):
+            return base
+        n = self._counters.get(base, 0)
+        while True:
+            n += 1
+            cand = f"{base}__{n}"
+            if self.reserve(cand):
+                self._counters[base] = n
+                return cand
+
+
+AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
+
+
+class GraphBuilder:
+    """Emits ONNX nodes into one graph. Children (bodies) share names and put constants in the root graph."""
+
+    def __init__(self, opset: int, names: Names | None = None, parent: GraphBuilder | None = None) -> None:
+        self.opset = opset
+        self.names = names or Names()
+        self.parent = parent
+        self.root: GraphBuilder = parent.root if parent else self
+        self.nodes: list[ir.Node] = []
+        self.inputs: list[ir.Value] = []
+        self.initializers: list[ir.Value] = []  # used on the root only
+        self.hint = "t"  # prefix for generated names: the IR layer being translated
+        self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
+        self._produced: set[ir.Value] = set()
+
+    # ---- values
+    def child(self) -> GraphBuilder:
+        return GraphBuilder(self.opset, self.names, self)
+
+    def add_input(self, name: str, dtype: ir.DataType, shape: Sequence[int | str | None] | None) -> ir.Value:
+        v = ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape(list(shape)) if shape is not None else None)
+        self.inputs.append(v)
+        return v
+
+    def owns(self, value: ir.Value) -> bool:
+        """Whether `value` is produced by a node of this graph (not an input, constant or outer value)."""
+        return value in self._produced
+
+    def initializer(self, array: np.ndarray, hint: str = "const") -> ir.Value:
+        """A constant kept as an initializer of the main graph, wrapping `array` without copying it."""
+        array = _onnx_compatible(array)
+        v = ir.Value(name=self.names.fresh(hint), const_value=ir.Tensor(array, name=None))
+        v.const_value.name = v.name  # type: ignore[union-attr]
+        v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
+        v.shape = ir.Shape(array.shape)
+        self.root.initializers.append(v)
+        return v
+
+    def const(self, value: Any, dtype: Any = None) -> ir.Value:
+        """A small constant (axes, shapes, scalars); identical ones are shared."""
+        arr = np.asarray(value, dtype=dtype)
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        cached = self.root._const_cache.get(key)
+        if cached is not None:
+            return cached
+        v = self.initializer(np.array(arr), "c")
+        self.root._const_cache[key] = v
+        return v
+
+    def i64(self, values: Sequence[int] | int) -> ir.Value:
+        return self.const(values, np.int64)
+
+    # ---- nodes
+    def op(
+        self,
+        op_type: str,
+        inputs: Sequence[ir.Value | None],
+        attrs: Mapping[str, AttrValue | None] | None = None,
+        *,
+        outputs: int = 1,
+        domain: str = "",
+    ) -> ir.Value:
+        """Emit one node with a single output and return that output."""
+        return self.op_multi(op_type, inputs, attrs, outputs=outputs, domain=domain)[0]
+
+    def op_multi(
+        self,
+        op_type: str,
+        inputs: Sequence[ir.Value | None],
+        attrs: Mapping[str, AttrValue | None] | None = None,
+        *,
+        outputs: int = 1,
+        domain: str = "",
+    ) -> tuple[ir.Value, ...]:
+        """Emit one node and return all its outputs."""
+        attributes = [_attr(k, v) for k, v in (attrs or {}).items() if v is not None]
+        outs = [ir.Value(name=self.names.fresh(f"{self.hint}/{op_type}" if outputs == 1 else f"{self.hint}/{op_type}_{i}"))
+                for i in range(outputs)]
+        node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs,
+                       name=self.names.fresh(f"{self.hint}/{op_type}_node"))
+        self.nodes.append(node)
+        self._produced.update(outs)
+        return tuple(outs)
+
+    def identity(self, value: ir.Value, name: str | None = None) -> ir.Value:
+        out = self.op("Identity", [value])
+        if name is not None:
+            out.name = name
+        return out
+
+    def build(self, outputs: Sequence[ir.Value], name: str) -> ir.Graph:
+        g = ir.Graph(self.inputs, outputs, nodes=self.nodes, initializers=self.initializers if self.parent is None else (),
+                     opset_imports={"": self.opset} if self.parent is None else None, name=name)
+        return g
+
+    # ---- shared emit helpers (target-opset differences live here)
+    def reduce(self, op_type: str, x: ir.Value, axes: Sequence[int] | ir.Value | None, keepdims: bool,
+               noop_with_empty_axes: bool = False) -> ir.Value:
+        """ReduceX with axes as an input (opset >= 18, or ReduceSum >= 13) or an attribute (older)."""
+        axes_as_input = self.opset >= 18 or op_type == "ReduceSum"
+        attrs: dict[str, AttrValue | None] = {"keepdims": int(keepdims)}
+        if noop_with_empty_axes:
+            attrs["noop_with_empty_axes"] = 1
+        if axes is None:
+            return self.op(op_type, [x], attrs)
+        if axes_as_input:
+            ax = axes if isinstance(axes, ir.Value) else self.i64(list(axes))
+            return self.op(op_type, [x, ax], attrs)
+        if isinstance(axes, ir.Value):
+            raise ValueError(f"{op_type} with run-time axes needs opset >= 18")
+        attrs["axes"] = list(axes)
+        return self.op(op_type, [x], attrs)
+
+    def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
+        return self.op("Cast", [x], {"to": int(to)})
+
+    def shape_of(self, x: ir.Value, start: int | None = None, end: int | None = None) -> ir.Value:
+        attrs: dict[str, AttrValue | None] = {}
+        if start is not None:
+            attrs["start"] = start
+        if end is not None:
+            attrs["end"] = end
+        return self.op("Shape", [x], attrs)
+
+    def squeeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        return self.op("Squeeze", [x, self.i64(list(axes))])
+
+    def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        return self.op("Unsqueeze", [x, self.i64(list(axes))])
+
+    def reshape(self, x: ir.Value, shape: Sequence[int] | ir.Value, allowzero: bool = False) -> ir.Value:
+        s = shape if isinstance(shape, ir.Value) else self.i64(list(shape))
+        return self.op("Reshape", [x, s], {"allowzero": 1} if allowzero else None)
+
+    def concat(self, xs: Sequence[ir.Value], axis: int) -> ir.Value:
+        return xs[0] if len(xs) == 1 else self.op("Concat", list(xs), {"axis": axis})
+
+    def slice(self, x: ir.Value, starts: Sequence[int] | ir.Value, ends: Sequence[int] | ir.Value,
+              axes: Sequence[int], steps: Sequence[int] | None = None) -> ir.Value:
+        ins = [x, starts if isinstance(starts, ir.Value) else self.i64(list(starts)),
+               ends if isinstance(ends, ir.Value) else self.i64(list(ends)), self.i64(list(axes))]
+        if steps is not None:
+            ins.append(self.i64(list(steps)))
+        return self.op("Slice", ins)
+
+
+def _onnx_compatible(array: np.ndarray) -> np.ndarray:
+    """8-bit floats have no ONNX type below opset 19: hold their (exact) values as float32."""
+    if array.dtype in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)):
+        return array.astype(np.float32)
+    return array
+
+
+def _attr(name: str, value: AttrValue) -> ir.Attr:
+    if isinstance(value, ir.Graph):
+        return ir.AttrGraph(name, value)
+    if isinstance(value, bool):
+        return ir.AttrInt64(name, int(value))
+    if isinstance(value, (int, np.integer)):
+        return ir.AttrInt64(name, int(value))
+    if isinstance(value, (float, np.floating)):
+        return ir.AttrFloat32(name, float(value))
+    if isinstance(value, str):
+        return ir.AttrString(name, value)
+    if isinstance(value, np.ndarray):
+        return ir.AttrTensor(name, ir.Tensor(value))
+    seq = list(value)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in seq):
+        return ir.AttrInt64s(name, [int(v) for v in seq])
+    if all(isinstance(v, (int, float, np.floating, np.integer)) for v in seq):
+        return ir.AttrFloat32s(name, [float(v) for v in seq])
+    if all(isinstance(v, str) for v in seq):
+        return ir.AttrStrings(name, [str(v) for v in seq])
+    raise TypeError(f"attribute {name}: unsupported value {value!r}")
+
+
+__all__ = ["GraphBuilder", "Names", "onnx_dtype", "element_type_of"]

@@ -1,0 +1,188 @@
+"""What a converter sees: the IR layer, its input values, attributes, port types/ranks and known constants."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.errors import LayerConversionError
+from ir2onnx.ir.element_types import ElementType, parse_element_type
+from ir2onnx.ir.model import Graph, Layer
+
+if TYPE_CHECKING:
+    from ir2onnx.convert.builder import GraphBuilder
+    from ir2onnx.convert.graph import Translator
+
+_TYPE_META = "ir2onnx.element_type"
+_NO_DEFAULT = object()
+
+
+def value_type(v: ir.Value) -> ElementType | None:
+    """The OpenVINO element type recorded on a value when it was produced."""
+    et = v.meta.get(_TYPE_META)
+    return et if isinstance(et, ElementType) else None
+
+
+def set_value_type(v: ir.Value, et: ElementType | None) -> None:
+    if et is not None:
+        v.meta[_TYPE_META] = et
+
+
+class LayerContext:
+    """Per-layer view handed to a converter. Converters emit nodes only through `self.b`."""
+
+    def __init__(self, layer: Layer, graph: Graph, inputs: Sequence[ir.Value], builder: GraphBuilder,
+                 translator: Translator) -> None:
+        self.layer = layer
+        self.graph = graph
+        self.inputs = list(inputs)
+        self.b = builder
+        self.translator = translator
+
+    @property
+    def opset(self) -> int:
+        return self.b.opset
+
+    # ---- errors
+    def error(self, message: str) -> LayerConversionError:
+        return LayerConversionError(f"{self.layer.where()}: {message}")
+
+    # ---- attributes (`<data>` strings)
+    def has_attr(self, name: str) -> bool:
+        return name in self.layer.data
+
+    def attr_str(self, name: str, default: Any = _NO_DEFAULT) -> str:
+        raw = self.layer.data.get(name)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return default  # type: ignore[no-any-return]
+        return raw.strip()
+
+    def attr_int(self, name: str, default: Any = _NO_DEFAULT) -> int:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return default  # type: ignore[no-any-return]
+        try:
+            return int(raw)
+        except ValueError:
+            raise self.error(f"attribute {name}=\"{raw}\" is not an integer") from None
+
+    def attr_float(self, name: str, default: Any = _NO_DEFAULT) -> float:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return default  # type: ignore[no-any-return]
+        try:
+            return float(raw)
+        except ValueError:
+            raise self.error(f"attribute {name}=\"{raw}\" is not a number") from None
+
+    def attr_bool(self, name: str, default: Any = _NO_DEFAULT) -> bool:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return bool(default)
+        low = raw.lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no"):
+            return False
+        raise self.error(f"attribute {name}=\"{raw}\" is not a boolean")
+
+    def attr_ints(self, name: str, default: Any = _NO_DEFAULT) -> list[int]:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return list(default)
+        try:
+            return [int(p) for p in raw.replace(" ", "").split(",") if p != ""]
+        except ValueError:
+            raise self.error(f"attribute {name}=\"{raw}\" is not a list of integers") from None
+
+    def attr_floats(self, name: str, default: Any = _NO_DEFAULT) -> list[float]:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return list(default)
+        try:
+            return [float(p) for p in raw.replace(" ", "").split(",") if p != ""]
+        except ValueError:
+            raise self.error(f"attribute {name}=\"{raw}\" is not a list of numbers") from None
+
+    def attr_strs(self, name: str, default: Any = _NO_DEFAULT) -> list[str]:
+        raw = self.attr_str(name, None)
+        if raw is None:
+            if default is _NO_DEFAULT:
+                raise self.error(f"missing attribute '{name}'")
+            return list(default)
+        return [p.strip() for p in raw.split(",") if p.strip()]
+
+    def attr_type(self, name: str) -> ElementType:
+        raw = self.attr_str(name)
+        et = parse_element_type(raw)
+        if et is None:
+            raise self.error(f"attribute {name}=\"{raw}\" is not a known element type")
+        return et
+
+    # ---- ports
+    def input_type(self, i: int) -> ElementType:
+        """Element type of input i: as produced (tracked), else the producer port's precision."""
+        et = value_type(self.inputs[i])
+        if et is None:
+            src = self.graph.source(self.layer, i)
+            et = src.layer.outputs[src.output].element_type
+        if et is None:
+            raise self.error(f"element type of input {i} is unknown")
+        return et
+
+    def output_type(self, i: int = 0) -> ElementType:
+        et = self.layer.outputs[i].element_type
+        if et is None:
+            raise self.error(f"output port {self.layer.outputs[i].id} has no precision")
+        return et
+
+    def input_rank(self, i: int) -> int:
+        """Rank of input i from the IR port (ranks are reliable even where dims are stale)."""
+        const = self.const(i)
+        if const is not None:
+            return const.ndim
+        return len(self.layer.inputs[i].dims)
+
+    def output_rank(self, i: int = 0) -> int:
+        return len(self.layer.outputs[i].dims)
+
+    def input_dims(self, i: int) -> tuple[int | None, ...]:
+        """Informational dims of input i (may be stale inside bodies: prefer run-time shapes)."""
+        const = self.const(i)
+        if const is not None:
+            return tuple(const.shape)
+        return self.layer.inputs[i].dims
+
+    def const(self, i: int) -> np.ndarray | None:
+        """The value of input i when it is a constant known at conversion time."""
+        if i >= len(self.inputs) or self.inputs[i] is None:
+            return None
+        cv = self.inputs[i].const_value
+        return cv.numpy() if cv is not None else None
+
+    def require_const(self, i: int, what: str) -> np.ndarray:
+        v = self.const(i)
+        if v is None:
+            raise self.error(f"{what} (input {i}) must be a constant")
+        return v
+
+    def normalize_axis(self, axis: int, rank: int) -> int:
+        a = axis + rank if axis < 0 else axis
+        if not 0 <= a < max(rank, 1):
+            raise self.error(f"axis {axis} is out of range for rank {rank}")
+        return a

@@ -1,0 +1,110 @@
+"""The one translation loop: IR graph (main or body) -> nodes in a GraphBuilder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import onnx_ir as ir
+
+from ir2onnx.convert import registry
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
+from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import Graph, Layer
+from ir2onnx.ir.weights import Weights
+
+_STRUCTURAL = ("parameter", "result", "const", "constant")
+
+
+def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
+    """Every (type, version) without a converter, bodies included, with counts and example locations."""
+    found: dict[tuple[str, str], list[Layer]] = {}
+    for layer in graph.walk():
+        if layer.type_key in _STRUCTURAL:
+            continue
+        if registry.lookup_layer(layer) is None:
+            found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3])) for (t, v), ls in sorted(found.items())]
+
+
+def check_supported(graph: Graph) -> None:
+    missing = find_unsupported(graph)
+    if missing:
+        raise UnsupportedOpsError(missing)
+
+
+class Translator:
+    """Shared state of one conversion: weights and options. Bodies are translated by the same loop."""
+
+    def __init__(self, weights: Weights | None, options: Mapping[str, Any] | None = None) -> None:
+        self.weights = weights
+        self.options = dict(options or {})
+
+    def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
+        """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
+        values: dict[tuple[str, int], ir.Value] = {}
+        results: dict[str, ir.Value] = {}
+        for layer in graph.topological_order():
+            key = layer.type_key
+            if key == "parameter":
+                values[(layer.id, 0)] = bindings[layer.id]
+                continue
+            if key in ("const", "constant"):
+                values[(layer.id, 0)] = self._const(layer, b)
+                continue
+            inputs = [values[(s.layer.id, s.output)] for s in (graph.source(layer, i) for i in range(len(layer.inputs)))]
+            if key == "result":
+                results[layer.id] = inputs[0]
+                continue
+            values.update(self._convert_layer(layer, graph, inputs, b))
+        return results
+
+    def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
+        assert layer.const is not None and self.weights is not None
+        v = b.initializer(self.weights.array(layer.const), layer.name or f"const_{layer.id}")
+        set_value_type(v, layer.const.element_type)
+        return v
+
+    def _convert_layer(self, layer: Layer, graph: Graph, inputs: Sequence[ir.Value],
+                       b: GraphBuilder) -> dict[tuple[str, int], ir.Value]:
+        fn = registry.lookup_layer(layer)
+        if fn is None:  # check_supported() runs first; this guards direct use of translate()
+            raise UnsupportedOpsError([UnsupportedOp(layer.type, layer.version, 1, (layer.where(),))])
+        b.hint = layer.name or f"{layer.type}_{layer.id}"
+        ctx = LayerContext(layer, graph, inputs, b, self)
+        try:
+            out = fn(ctx)
+        except ConversionError:
+            raise
+        except Exception as e:  # a converter bug must still name the layer
+            raise LayerConversionError(f"{layer.where()}: internal error in the converter: {type(e).__name__}: {e}") from e
+        outs = [out] if isinstance(out, ir.Value) else list(out)
+        if len(outs) < len(layer.outputs):
+            raise LayerConversionError(
+                f"{layer.where()}: converter produced {len(outs)} outputs for {len(layer.outputs)} ports")
+        produced: dict[tuple[str, int], ir.Value] = {}
+        for i, port in enumerate(layer.outputs):
+            if value_type(outs[i]) is None:
+                set_value_type(outs[i], port.element_type)
+            produced[(layer.id, i)] = outs[i]
+        return produced
+
+
+def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Value:
+    """A value usable as a graph output of `b`: produced there and not already an output (else an Identity)."""
+    if not b.owns(value) or value in taken:
+        copy = b.identity(value)
+        set_value_type(copy, value_type(value))
+        value = copy
+    taken.add(value)
+    return value
+
+
+def declare_type(value: ir.Value, et: ElementType | None, rank: int | None) -> None:
+    """Give a subgraph/graph boundary value its ONNX type (dims left unknown: ONNX inference fills them)."""
+    if et is not None:
+        value.type = ir.TensorType(onnx_dtype(et))
+    if rank is not None:
+        value.shape = ir.Shape([None] * rank)

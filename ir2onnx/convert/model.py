@@ -1,0 +1,115 @@
+"""IR model -> ONNX model: graph inputs/outputs named and ordered as OpenVINO reports them."""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as ir
+from onnx_ir.passes.common import ShapeInferencePass
+
+import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.context import set_value_type, value_type
+from ir2onnx.convert.graph import Translator, check_supported, declare_type
+from ir2onnx.errors import ConversionError
+from ir2onnx.ir.model import Graph, IRModel, Layer
+from ir2onnx.ir.weights import Weights
+from ir2onnx.ir.xml_reader import parse_shape
+
+DEFAULT_OPSET = 17
+MIN_OPSET = 17
+MAX_OPSET = 21
+
+
+def input_name(p: Layer) -> str:
+    """OpenVINO's `get_any_name()` of a Parameter's tensor (the smallest name), else the layer name."""
+    names = p.outputs[0].names if p.outputs else ()
+    return min(names) if names else p.name
+
+
+def output_name(graph: Graph, r: Layer) -> str:
+    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else legacy."""
+    explicit = [n.replace("\\,", ",").strip() for n in r.data.get("output_names", "").split(",") if n.strip()]
+    if explicit:
+        return min(explicit)
+    src = graph.source(r, 0)
+    names = src.layer.outputs[src.output].names
+    if names:
+        return min(names)
+    return f"{src.layer.name}.{src.output}"
+
+
+def parameter_shape(p: Layer) -> tuple[int | None, ...] | None:
+    if "shape" in p.data:
+        return parse_shape(p.data["shape"])
+    return p.outputs[0].dims if p.outputs else None
+
+
+def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
+    """Translate a validated IR into an onnx-ir model (initializers are views of the weights)."""
+    opset = DEFAULT_OPSET if opset is None else opset
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{MAX_OPSET}")
+    check_supported(model.graph)
+    g = model.graph
+    b = GraphBuilder(opset)
+    in_names = [input_name(p) for p in g.parameters]
+    out_names = [output_name(g, r) for r in g.results]
+    for n in in_names:
+        if not b.names.reserve(n):
+            raise ConversionError(f"two model inputs share the tensor name '{n}'")
+    bindings: dict[str, ir.Value] = {}
+    for p, name in zip(g.parameters, in_names):
+        et = _parameter_type(p)
+        shape = parameter_shape(p)
+        dims = None if shape is None else [d if d is not None else f"{name}_d{i}" for i, d in enumerate(shape)]
+        v = b.add_input(name, onnx_dtype(et), dims)
+        set_value_type(v, et)
+        bindings[p.id] = v
+    wanted = {n for n in out_names if n not in in_names}
+    for n in wanted:
+        b.names.reserve(n)
+    results = Translator(weights).translate(g, b, bindings)
+    outputs: list[ir.Value] = []
+    for r, name in zip(g.results, out_names):
+        v = results[r.id]
+        if v in b.inputs and name == v.name and v not in outputs:
+            outputs.append(v)  # a Parameter returned as it is keeps its name
+            continue
+        if not b.owns(v) or v in outputs:
+            copy = b.identity(v)
+            set_value_type(copy, value_type(v))
+            v = copy
+        v.name = name if name not in {o.name for o in outputs} else b.names.fresh(name)
+        outputs.append(v)
+    for v, r in zip(outputs, g.results):
+        if v not in b.inputs:
+            declare_type(v, value_type(v), len(r.inputs[0].dims) if r.inputs else None)
+    graph = b.build(outputs, model.name or "ir2onnx")
+    out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
+    _infer_output_shapes(out)
+    return out
+
+
+def _parameter_type(p: Layer):  # type: ignore[no-untyped-def]
+    from ir2onnx.ir.element_types import parse_element_type
+
+    raw = p.data.get("element_type")
+    et = parse_element_type(raw) if raw else None
+    if et is None and p.outputs:
+        et = p.outputs[0].element_type
+    if et is None:
+        raise ConversionError(f"{p.where()}: the Parameter has no element type")
+    return et
+
+
+def _ir_version(opset: int) -> int:
+    """The lowest ONNX IR version that carries `opset` (widest runtime support)."""
+    return max(8, onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)]))
+
+
+def _infer_output_shapes(model: ir.Model) -> None:
+    """Run ONNX shape inference (weights set aside) so outputs and bodies carry derived, not stale, shapes."""
+    try:
+        ShapeInferencePass(strict_mode=False)(model)
+    except Exception:  # noqa: BLE001  inference is best effort: the model is valid without derived shapes
+        return

@@ -1,0 +1,12 @@
+"""Op converters, one module per family; importing this package registers them all."""
+
+from ir2onnx.convert.ops import (  # noqa: F401
+    activations,
+    elementwise,
+    gather,
+    nn,
+    reduce,
+    rnn,
+    shape,
+)
+from ir2onnx.convert.ops.control_flow import loop, tensor_iterator  # noqa: F401

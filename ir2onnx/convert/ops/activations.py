@@ -1,0 +1,3 @@
+"""activations converters."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""TensorIterator-1 and Loop-5: port-map analysis shared by both, one module per op."""

@@ -1,0 +1,3 @@
+"""gather converters."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""nn converters."""
+
+from __future__ import annotations

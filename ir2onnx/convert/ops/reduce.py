@@ -1,0 +1,3 @@
+"""reduce converters."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""rnn converters."""
+
+from __future__ import annotations

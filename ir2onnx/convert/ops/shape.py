@@ -1,0 +1,3 @@
+"""shape converters."""
+
+from __future__ import annotations

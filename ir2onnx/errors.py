@@ -1,0 +1,57 @@
+"""One exception hierarchy for everything ir2onnx refuses or cannot do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class ConversionError(Exception):
+    """Root of every error ir2onnx raises on purpose."""
+
+
+class IRReadError(ConversionError):
+    """The XML or the weights file cannot be read (malformed, missing, truncated)."""
+
+
+class IRValidationError(ConversionError):
+    """The IR was read but is inconsistent: dangling edges, cycles, bad port maps, bad Const ranges."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            text = self.problems[0]
+        else:
+            text = f"{len(self.problems)} problems in the IR:\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(text)
+
+
+@dataclass(frozen=True)
+class UnsupportedOp:
+    """One (type, version) the converter has no translation for, with where it occurs."""
+
+    type: str
+    version: str
+    count: int
+    examples: tuple[str, ...]
+
+
+class UnsupportedOpsError(ConversionError):
+    """The IR contains op types/versions without a converter; all of them are listed at once."""
+
+    def __init__(self, ops: Sequence[UnsupportedOp]) -> None:
+        self.ops = list(ops)
+        lines = [f"{len(self.ops)} unsupported op type(s):"]
+        for op in self.ops:
+            where = "; ".join(op.examples)
+            more = f" (+{op.count - len(op.examples)} more)" if op.count > len(op.examples) else ""
+            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}")
+        super().__init__("\n".join(lines))
+
+
+class LayerConversionError(ConversionError):
+    """A converter met a layer whose attributes or inputs it cannot translate faithfully."""
+
+
+class CheckError(ConversionError):
+    """The check could not run (missing runtime, bad inputs file, unavailable device)."""

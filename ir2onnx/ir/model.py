@@ -1,0 +1,208 @@
+"""A small typed model of an OpenVINO IR graph: layers, ports, edges and nested bodies (no ONNX here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+import heapq
+from dataclasses import dataclass
+from functools import cached_property
+
+from ir2onnx.ir.element_types import ElementType
+
+# A partial shape: None = dynamic rank; a None dim = dynamic dimension (bounds are dropped).
+Shape = tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
+class Port:
+    """One `<port>` of a layer. `dims` are informational except on Parameter/Const layers."""
+
+    id: int
+    dims: tuple[int | None, ...]
+    element_type: ElementType | None
+    names: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class PortMapEntry:
+    """One `<input>`/`<output>` of a TensorIterator/Loop port map."""
+
+    external_port_id: int
+    internal_layer_id: str
+    axis: int | None
+    start: int
+    end: int
+    stride: int
+    part_size: int
+    purpose: str | None
+    line: int
+
+    @property
+    def sliced(self) -> bool:
+        return self.axis is not None
+
+
+@dataclass(frozen=True)
+class BackEdge:
+    """Value of body Result `from_layer` flows into body Parameter `to_layer` for the next iteration."""
+
+    from_layer: str
+    to_layer: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Body:
+    """The body of a TensorIterator/Loop with its port map and back edges."""
+
+    graph: Graph
+    inputs: tuple[PortMapEntry, ...]
+    outputs: tuple[PortMapEntry, ...]
+    back_edges: tuple[BackEdge, ...]
+
+
+@dataclass(frozen=True)
+class ConstData:
+    """Where a Const's bytes lie in the .bin and how to read them."""
+
+    element_type: ElementType
+    shape: tuple[int, ...]
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One `<layer>`; `scope` names the enclosing TensorIterator/Loop layers, for messages."""
+
+    id: str
+    name: str
+    type: str
+    version: str
+    data: Mapping[str, str]
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+    line: int
+    scope: str = ""
+    body: Body | None = None
+    const: ConstData | None = None
+
+    def where(self) -> str:
+        """`layer 7 'name' (Type, line N)`, prefixed with the enclosing loops."""
+        return f"{self.scope}layer {self.id} '{self.name}' ({self.type}, line {self.line})"
+
+    def input_index(self, port_id: int) -> int | None:
+        for i, p in enumerate(self.inputs):
+            if p.id == port_id:
+                return i
+        return None
+
+    def output_index(self, port_id: int) -> int | None:
+        for i, p in enumerate(self.outputs):
+            if p.id == port_id:
+                return i
+        return None
+
+    @property
+    def type_key(self) -> str:
+        return self.type.lower()
+
+
+@dataclass(frozen=True)
+class Edge:
+    from_layer: str
+    from_port: int
+    to_layer: str
+    to_port: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """The producer of a layer input: layer and output index."""
+
+    layer: Layer
+    output: int
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Layers in XML order plus edges. Parameters and Results keep XML order (it defines I/O order)."""
+
+    layers: tuple[Layer, ...]
+    edges: tuple[Edge, ...]
+
+    @cached_property
+    def by_id(self) -> dict[str, Layer]:
+        return {layer.id: layer for layer in self.layers}
+
+    @property
+    def parameters(self) -> list[Layer]:
+        return [layer for layer in self.layers if layer.type_key == "parameter"]
+
+    @property
+    def results(self) -> list[Layer]:
+        return [layer for layer in self.layers if layer.type_key == "result"]
+
+    @cached_property
+    def sources(self) -> dict[tuple[str, int], Source]:
+        """(layer id, input index) -> producer. Assumes a validated graph."""
+        out: dict[tuple[str, int], Source] = {}
+        for e in self.edges:
+            src, dst = self.by_id[e.from_layer], self.by_id[e.to_layer]
+            oi, ii = src.output_index(e.from_port), dst.input_index(e.to_port)
+            assert oi is not None and ii is not None
+            out[(dst.id, ii)] = Source(src, oi)
+        return out
+
+    def source(self, layer: Layer, input_index: int) -> Source:
+        return self.sources[(layer.id, input_index)]
+
+    @cached_property
+    def consumers(self) -> dict[tuple[str, int], list[tuple[Layer, int]]]:
+        """(layer id, output index) -> [(consumer layer, input index)]."""
+        out: dict[tuple[str, int], list[tuple[Layer, int]]] = {}
+        for (lid, ii), src in self.sources.items():
+            out.setdefault((src.layer.id, src.output), []).append((self.by_id[lid], ii))
+        return out
+
+    def topological_order(self) -> list[Layer]:
+        """Layers so that producers come first; ties keep XML order. Assumes an acyclic graph."""
+        indeg = {layer.id: 0 for layer in self.layers}
+        succ: dict[str, list[str]] = {layer.id: [] for layer in self.layers}
+        for (lid, _), src in self.sources.items():
+            indeg[lid] += 1
+            succ[src.layer.id].append(lid)
+        pos = {layer.id: i for i, layer in enumerate(self.layers)}
+        ready = [(pos[i], i) for i, d in indeg.items() if d == 0]
+        heapq.heapify(ready)
+        order: list[Layer] = []
+        while ready:
+            _, lid = heapq.heappop(ready)
+            order.append(self.by_id[lid])
+            for nxt in succ[lid]:
+                indeg[nxt] -= 1
+                if indeg[nxt] == 0:
+                    heapq.heappush(ready, (pos[nxt], nxt))
+        return order
+
+    def walk(self) -> list[Layer]:
+        """Every layer of this graph and of all nested bodies, outer first."""
+        out: list[Layer] = []
+        for layer in self.layers:
+            out.append(layer)
+            if layer.body is not None:
+                out.extend(layer.body.graph.walk())
+        return out
+
+
+@dataclass(frozen=True)
+class IRModel:
+    """A whole IR: the main graph, the IR version and where it came from."""
+
+    name: str
+    ir_version: int
+    graph: Graph
+    xml_path: str
+    bin_path: str | None

@@ -1,0 +1,140 @@
+"""Structural checks of a parsed IR before any conversion; every problem names its layer and XML line."""
+
+from __future__ import annotations
+
+from ir2onnx.errors import IRValidationError
+from ir2onnx.ir.model import Graph, IRModel, Layer
+from ir2onnx.ir.weights import needed_bytes
+
+_LOOP_TYPES = ("tensoriterator", "loop")
+
+
+def validate(model: IRModel, bin_size: int | None) -> None:
+    """Raise IRValidationError listing every problem found (graph, bodies, port maps, Const ranges)."""
+    problems: list[str] = []
+    _check_graph(model.graph, bin_size, problems)
+    if problems:
+        raise IRValidationError(problems)
+
+
+def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
+    seen: dict[str, Layer] = {}
+    for layer in g.layers:
+        if layer.id in seen:
+            problems.append(f"{layer.where()}: duplicate layer id {layer.id} (first at line {seen[layer.id].line})")
+        else:
+            seen[layer.id] = layer
+    if len(seen) != len(g.layers):
+        return  # the rest of the checks key on ids
+
+    filled: dict[tuple[str, int], int] = {}
+    for e in g.edges:
+        src, dst = seen.get(e.from_layer), seen.get(e.to_layer)
+        where = f"{g.layers[0].scope if g.layers else ''}edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} (line {e.line})"
+        if src is None or dst is None:
+            missing = e.from_layer if src is None else e.to_layer
+            problems.append(f"{where}: layer {missing} does not exist")
+            continue
+        if src.output_index(e.from_port) is None:
+            problems.append(f"{where}: {src.where()} has no output port {e.from_port}")
+        ii = dst.input_index(e.to_port)
+        if ii is None:
+            problems.append(f"{where}: {dst.where()} has no input port {e.to_port}")
+            continue
+        key = (dst.id, ii)
+        if key in filled:
+            problems.append(f"{where}: input port {e.to_port} of {dst.where()} is already fed by the edge at line {filled[key]}")
+        filled[key] = e.line
+    if problems:
+        return
+    for layer in g.layers:
+        for i, p in enumerate(layer.inputs):
+            if (layer.id, i) not in filled:
+                problems.append(f"{layer.where()}: input port {p.id} is not connected")
+        if layer.const is not None and bin_size is not None:
+            c = layer.const
+            need = needed_bytes(c.element_type, c.shape)
+            if c.size < need:
+                problems.append(
+                    f"{layer.where()}: size {c.size} is too small for {c.element_type.name}{list(c.shape)} ({need} bytes)")
+            elif c.offset + c.size > bin_size:
+                problems.append(
+                    f"{layer.where()}: bytes [{c.offset}, {c.offset + c.size}) lie outside the {bin_size}-byte .bin")
+        if layer.const is not None and not layer.outputs:
+            problems.append(f"{layer.where()}: Const has no output port")
+        if layer.type_key in _LOOP_TYPES:
+            _check_body(layer, bin_size, problems)
+        elif layer.body is not None:
+            _check_graph(layer.body.graph, bin_size, problems)
+    _check_acyclic(g, problems)
+
+
+def _check_acyclic(g: Graph, problems: list[str]) -> None:
+    order = g.topological_order()
+    if len(order) != len(g.layers):
+        placed = {layer.id for layer in order}
+        stuck = [layer for layer in g.layers if layer.id not in placed]
+        names = ", ".join(layer.where() for layer in stuck[:5])
+        problems.append(f"the graph has a cycle through {len(stuck)} layer(s): {names}")
+
+
+def _check_body(layer: Layer, bin_size: int | None, problems: list[str]) -> None:
+    body = layer.body
+    where = layer.where()
+    if body is None:
+        problems.append(f"{where}: {layer.type} has no <body>")
+        return
+    before = len(problems)
+    _check_graph(body.graph, bin_size, problems)
+    if len(problems) > before:
+        return
+    by_id = body.graph.by_id
+    is_loop = layer.type_key == "loop"
+    for e in body.inputs:
+        target = by_id.get(e.internal_layer_id)
+        if target is None or target.type_key != "parameter":
+            what = "does not exist" if target is None else f"is a {target.type}, not a Parameter"
+            problems.append(f"{where}: port_map input (line {e.line}) internal_layer_id {e.internal_layer_id} {what}")
+        if e.external_port_id >= len(layer.inputs):
+            problems.append(f"{where}: port_map input (line {e.line}) external_port_id {e.external_port_id} "
+                            f"is not one of the {len(layer.inputs)} inputs")
+        if e.external_port_id < 0 and not (is_loop and e.purpose == "current_iteration"):
+            problems.append(f"{where}: port_map input (line {e.line}) has a negative external_port_id")
+        if e.sliced and (e.part_size < 1 or e.stride == 0):
+            problems.append(f"{where}: port_map input (line {e.line}) needs part_size >= 1 and stride != 0")
+    n_out = len(layer.outputs)
+    for e in body.outputs:
+        target = by_id.get(e.internal_layer_id)
+        if target is None or target.type_key != "result":
+            what = "does not exist" if target is None else f"is a {target.type}, not a Result"
+            problems.append(f"{where}: port_map output (line {e.line}) internal_layer_id {e.internal_layer_id} {what}")
+        if e.external_port_id >= 0 and e.purpose != "execution_condition":
+            rank = sorted({o.external_port_id for o in body.outputs if o.external_port_id >= 0}).index(e.external_port_id)
+            if rank >= n_out:
+                problems.append(f"{where}: port_map output (line {e.line}) external_port_id {e.external_port_id} "
+                                f"has no matching output port ({n_out} outputs)")
+    mapped_out = [o.external_port_id for o in body.outputs if o.external_port_id >= 0]
+    if len(set(mapped_out)) != len(mapped_out):
+        problems.append(f"{where}: two port_map outputs share an external_port_id")
+    if len(set(mapped_out)) < n_out:
+        problems.append(f"{where}: {n_out} outputs but only {len(set(mapped_out))} port_map outputs")
+    for be in body.back_edges:
+        src, dst = by_id.get(be.from_layer), by_id.get(be.to_layer)
+        if src is None or src.type_key != "result":
+            problems.append(f"{where}: back edge (line {be.line}) from-layer {be.from_layer} is not a body Result")
+        if dst is None or dst.type_key != "parameter":
+            problems.append(f"{where}: back edge (line {be.line}) to-layer {be.to_layer} is not a body Parameter")
+    targets = [be.to_layer for be in body.back_edges]
+    for t in set(targets):
+        if targets.count(t) > 1:
+            problems.append(f"{where}: Parameter {t} is the target of {targets.count(t)} back edges")
+    mapped_in = {e.internal_layer_id for e in body.inputs}
+    for p in body.graph.parameters:
+        if p.id not in mapped_in:
+            problems.append(f"{where}: body {p.where()} gets no value (no port_map input)")
+    if is_loop:
+        conds = [o for o in body.outputs if o.purpose == "execution_condition"]
+        if len(conds) != 1:
+            problems.append(f"{where}: Loop needs exactly one port_map output with purpose=\"execution_condition\"")
+        if len(layer.inputs) < 2:
+            problems.append(f"{where}: Loop needs trip count and execution condition inputs (ports 0 and 1)")

@@ -1,0 +1,78 @@
+"""The .bin weights file, memory-mapped once; every Const becomes a zero-copy numpy view of it."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ir2onnx.errors import IRReadError
+from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import ConstData
+
+# NF4 code book (the 16 values OpenVINO's nf4 indices point to).
+_NF4 = np.array(
+    [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+     -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+     0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+     0.7229568362236023, 1.0],
+    dtype=np.float32,
+)
+# f4e2m1 code points (sign bit 3, 2 exponent bits, 1 mantissa bit).
+_F4E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
+                   dtype=np.float32)
+
+
+def needed_bytes(element_type: ElementType, shape: tuple[int, ...]) -> int:
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return (count * element_type.bits + 7) // 8
+
+
+class Weights:
+    """A memory-mapped weights file. Views it hands out stay valid while this object lives."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.size = os.path.getsize(path)
+        except OSError as e:
+            raise IRReadError(f"cannot read weights file {path}: {e.strerror}") from None
+        if self.size == 0:
+            self._data = np.zeros(0, dtype=np.uint8)
+        else:
+            try:
+                self._data = np.memmap(path, dtype=np.uint8, mode="r")
+            except (OSError, ValueError) as e:
+                raise IRReadError(f"cannot map weights file {path}: {e}") from None
+
+    def raw(self, offset: int, size: int) -> np.ndarray:
+        """Bytes [offset, offset+size) as a uint8 view."""
+        return self._data[offset : offset + size]
+
+    def array(self, const: ConstData) -> np.ndarray:
+        """The Const's values: a zero-copy view for byte-sized types, an unpacked array for sub-byte ones."""
+        et, shape = const.element_type, const.shape
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        raw = self.raw(const.offset, needed_bytes(et, shape))
+        if not et.packed:
+            return np.frombuffer(raw, dtype=et.numpy.newbyteorder("<"), count=count).reshape(shape)
+        return _unpack(raw, et, count).reshape(shape)
+
+
+def _unpack(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
+    if et.bits == 1:  # first element in the most significant bit
+        return np.unpackbits(raw, bitorder="big")[:count].astype(np.uint8)
+    if et.bits == 2:  # four per byte, first element in the lowest two bits
+        parts = [(raw >> s) & 0x3 for s in (0, 2, 4, 6)]
+        return np.stack(parts, axis=-1).reshape(-1)[:count].astype(np.uint8)
+    # 4-bit: two per byte, first element in the low nibble
+    nibbles = np.stack([raw & 0x0F, raw >> 4], axis=-1).reshape(-1)[:count]
+    if et.name == "u4":
+        return nibbles.astype(np.uint8)
+    if et.name == "i4":
+        return ((nibbles.astype(np.int8) ^ 0x8) - 0x8).astype(np.int8)
+    if et.name == "nf4":
+        return _NF4[nibbles]
+    if et.name == "f4e2m1":
+        return _F4E2M1[nibbles]
+    raise IRReadError(f"unpacking element type {et.name} is not supported")

@@ -1,0 +1,219 @@
+"""Reads IR v10/v11 XML into the typed model. Safe: no DTD, no entities, no network, bounded size."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from lxml import etree
+
+from ir2onnx.errors import IRReadError
+from ir2onnx.ir.element_types import parse_element_type
+from ir2onnx.ir.model import BackEdge, Body, ConstData, Edge, Graph, IRModel, Layer, Port, PortMapEntry, Shape
+
+MAX_XML_BYTES = 1 << 30  # 1 GiB of XML is far beyond any real network description
+SUPPORTED_IR_VERSIONS = (10, 11)
+
+_DTD = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+        huge_tree=False, remove_comments=True, remove_pis=True,
+    )
+
+
+def read_xml(xml_path: str, bin_path: str | None = None) -> IRModel:
+    """Parse `xml_path` (the .bin is only located here, not read)."""
+    try:
+        size = os.path.getsize(xml_path)
+    except OSError as e:
+        raise IRReadError(f"cannot read {xml_path}: {e.strerror}") from None
+    if size > MAX_XML_BYTES:
+        raise IRReadError(f"{xml_path}: {size} bytes of XML is more than the {MAX_XML_BYTES} allowed")
+    with open(xml_path, "rb") as f:
+        text = f.read()
+    if _DTD.search(text):
+        raise IRReadError(f"{xml_path}: DTDs and entity declarations are not allowed in IR XML")
+    try:
+        root = etree.fromstring(text, _parser())
+    except etree.XMLSyntaxError as e:
+        raise IRReadError(f"{xml_path}: malformed XML: {e}") from None
+    if root.tag != "net":
+        raise IRReadError(f"{xml_path}: root element is <{root.tag}>, expected <net> (line {root.sourceline})")
+    version = _int(root, "version", "the <net> element")
+    if version not in SUPPORTED_IR_VERSIONS:
+        raise IRReadError(f"{xml_path}: IR version {version} is not supported (only 10 and 11)")
+    graph = _graph(root, scope="", what="the <net> element")
+    if bin_path is None:
+        bin_path = os.path.splitext(xml_path)[0] + ".bin"
+    return IRModel(root.get("name", ""), version, graph, xml_path, bin_path)
+
+
+def _child(el: etree._Element, *names: str) -> etree._Element | None:
+    for c in el:
+        if c.tag in names:
+            return c
+    return None
+
+
+def _int(el: etree._Element, attr: str, what: str, default: int | None = None) -> int:
+    raw = el.get(attr)
+    if raw is None:
+        if default is not None:
+            return default
+        raise IRReadError(f"{what} (line {el.sourceline}) has no '{attr}' attribute")
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise IRReadError(f"{what} (line {el.sourceline}): '{attr}'=\"{raw}\" is not an integer") from None
+
+
+def _split_names(raw: str) -> tuple[str, ...]:
+    """Comma-separated tensor names; a literal comma is written `\\,`."""
+    parts = re.split(r"(?<!\\),", raw)
+    return tuple(p.replace("\\,", ",").strip() for p in parts if p.strip())
+
+
+def parse_shape(text: str) -> Shape:
+    """A Parameter `shape` attribute: `?`/`-1` dynamic, `a..b` bounded (bounds dropped), `...` dynamic rank."""
+    text = text.strip()
+    if text == "":
+        return ()
+    if "..." in text:
+        return None
+    dims: list[int | None] = []
+    for part in text.strip("[]{}").split(","):
+        p = part.strip()
+        if p in ("?", "-1") or ".." in p:
+            lo, sep, hi = p.partition("..")
+            dims.append(int(lo) if sep and lo and lo == hi else None)
+            continue
+        dims.append(int(p))
+    return tuple(dims)
+
+
+def _port(el: etree._Element, what: str) -> Port:
+    pid = _int(el, "id", what)
+    dims: list[int | None] = []
+    for d in el:
+        if d.tag != "dim":
+            continue
+        try:
+            v = int((d.text or "").strip())
+        except ValueError:
+            raise IRReadError(f"{what} (line {d.sourceline}): <dim>{d.text}</dim> is not an integer") from None
+        if v < -1:
+            raise IRReadError(f"{what} (line {d.sourceline}): <dim>{v}</dim> is negative")
+        dims.append(None if v == -1 else v)
+    prec = el.get("precision")
+    et = parse_element_type(prec) if prec else None
+    return Port(pid, tuple(dims), et, _split_names(el.get("names", "")), el.sourceline or 0)
+
+
+def _port_map_entry(el: etree._Element, what: str) -> PortMapEntry:
+    internal = el.get("internal_layer_id", el.get("internal_operation_id"))
+    if internal is None:
+        raise IRReadError(f"{what}: port_map <{el.tag}> (line {el.sourceline}) has no internal_layer_id")
+    axis = el.get("axis")
+    return PortMapEntry(
+        external_port_id=_int(el, "external_port_id", f"{what}: port_map <{el.tag}>"),
+        internal_layer_id=internal.strip(),
+        axis=_int(el, "axis", what) if axis is not None else None,
+        start=_int(el, "start", what, 0),
+        end=_int(el, "end", what, -1),
+        stride=_int(el, "stride", what, 1),
+        part_size=_int(el, "part_size", what, 1),
+        purpose=el.get("purpose"),
+        line=el.sourceline or 0,
+    )
+
+
+def _layer(el: etree._Element, scope: str) -> Layer:
+    lid = el.get("id")
+    what = f"{scope}layer {lid} '{el.get('name', '')}' ({el.get('type', '?')}, line {el.sourceline})"
+    if lid is None or el.get("type") is None:
+        raise IRReadError(f"{what}: a <layer> needs 'id' and 'type' attributes")
+    data_el = _child(el, "data")
+    data = dict(data_el.attrib) if data_el is not None else {}
+    inputs = _child(el, "input")
+    outputs = _child(el, "output")
+    layer = Layer(
+        id=lid.strip(),
+        name=el.get("name", ""),
+        type=el.get("type", ""),
+        version=el.get("version", ""),
+        data={str(k): str(v) for k, v in data.items()},
+        inputs=tuple(_port(p, what) for p in inputs if p.tag == "port") if inputs is not None else (),
+        outputs=tuple(_port(p, what) for p in outputs if p.tag == "port") if outputs is not None else (),
+        line=el.sourceline or 0,
+        scope=scope,
+    )
+    if layer.type_key in ("const", "constant"):
+        object.__setattr__(layer, "const", _const_data(layer, what))
+    body_el = _child(el, "body")
+    if body_el is not None:
+        inner_scope = f"{scope}{layer.type} {layer.id} '{layer.name}' > "
+        pm = _child(el, "port_map")
+        be = _child(el, "back_edges")
+        body = Body(
+            graph=_graph(body_el, inner_scope, what),
+            inputs=tuple(_port_map_entry(c, what) for c in (pm if pm is not None else ()) if c.tag == "input"),
+            outputs=tuple(_port_map_entry(c, what) for c in (pm if pm is not None else ()) if c.tag == "output"),
+            back_edges=tuple(
+                BackEdge(
+                    str(c.get("from-layer", c.get("from-operation", ""))).strip(),
+                    str(c.get("to-layer", c.get("to-operation", ""))).strip(),
+                    c.sourceline or 0,
+                )
+                for c in (be if be is not None else ())
+                if c.tag == "edge"
+            ),
+        )
+        object.__setattr__(layer, "body", body)
+    return layer
+
+
+def _const_data(layer: Layer, what: str) -> ConstData:
+    d = layer.data
+    port = layer.outputs[0] if layer.outputs else None
+    et = parse_element_type(d["element_type"]) if "element_type" in d else (port.element_type if port else None)
+    if et is None:
+        raise IRReadError(f"{what}: unknown or missing element type ({d.get('element_type', 'no precision')})")
+    if "shape" in d:
+        shape = parse_shape(d["shape"])
+        if shape is None or any(s is None for s in shape):
+            raise IRReadError(f"{what}: Const shape '{d['shape']}' is not static")
+    elif port is not None:
+        shape = port.dims
+        if any(s is None for s in shape):
+            raise IRReadError(f"{what}: Const output port has dynamic dims")
+    else:
+        raise IRReadError(f"{what}: Const has neither a shape nor an output port")
+    try:
+        offset, size = int(d.get("offset", "")), int(d.get("size", ""))
+    except ValueError:
+        raise IRReadError(f"{what}: Const needs integer 'offset' and 'size' attributes") from None
+    if offset < 0 or size < 0:
+        raise IRReadError(f"{what}: Const offset/size must not be negative")
+    return ConstData(et, tuple(int(s) for s in shape if s is not None), offset, size)
+
+
+def _graph(el: etree._Element, scope: str, what: str) -> Graph:
+    layers_el = _child(el, "layers", "operations")
+    if layers_el is None:
+        raise IRReadError(f"{what}: no <layers> element")
+    layers = tuple(_layer(c, scope) for c in layers_el if c.tag in ("layer", "operation"))
+    edges_el = _child(el, "edges")
+    edges: list[Edge] = []
+    for c in edges_el if edges_el is not None else ():
+        if c.tag != "edge":
+            continue
+        ew = f"{scope}edge (line {c.sourceline})"
+        fl = c.get("from-layer", c.get("from-operation"))
+        tl = c.get("to-layer", c.get("to-operation"))
+        if fl is None or tl is None:
+            raise IRReadError(f"{ew} needs from-layer and to-layer")
+        edges.append(Edge(fl.strip(), _int(c, "from-port", ew), tl.strip(), _int(c, "to-port", ew), c.sourceline or 0))
+    return Graph(layers, tuple(edges))

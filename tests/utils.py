@@ -1,0 +1,102 @@
+"""Shared test machinery: build IR with OpenVINO, convert, run both runtimes, compare everything."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+import ir2onnx
+from ir2onnx.check.compare import compare_output
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.check.openvino_ref import run_openvino
+
+ov = pytest.importorskip("openvino", reason="openvino is the reference executor for equivalence tests")
+
+RTOL = 1e-5
+ATOL = 1e-5
+
+
+def save_ir(model: Any, directory: Path, name: str = "model") -> Path:
+    """Write an ov.Model as IR v11 with f32 weights kept (save_model halves them by default)."""
+    xml = directory / f"{name}.xml"
+    ov.save_model(model, str(xml), compress_to_fp16=False)
+    return xml
+
+
+def convert_checked(xml: Path, **kwargs: Any) -> onnx.ModelProto:
+    """Convert and pass the full ONNX checker."""
+    proto = ir2onnx.convert(xml, **kwargs)
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def assert_equivalent(
+    xml: Path,
+    inputs: Sequence[np.ndarray],
+    *,
+    rtol: float = RTOL,
+    atol: float = ATOL,
+    proto: onnx.ModelProto | None = None,
+    **convert_kwargs: Any,
+) -> onnx.ModelProto:
+    """Convert `xml`, then check names, order, shapes, dtypes and values against OpenVINO on the same inputs."""
+    if proto is None:
+        proto = convert_checked(xml, **convert_kwargs)
+    ov_model = ov.Core().read_model(str(xml))
+    ov_in = [p.get_any_name() for p in ov_model.inputs]
+    ov_out = [p.get_any_name() if p.get_names() else None for p in ov_model.outputs]
+    onnx_in = [i.name for i in proto.graph.input]
+    onnx_out = [o.name for o in proto.graph.output]
+    assert onnx_in == ov_in, f"input names {onnx_in} != OpenVINO's {ov_in}"
+    for got, want in zip(onnx_out, ov_out):
+        if want is not None:
+            assert got == want, f"output names {onnx_out} != OpenVINO's {ov_out}"
+    assert len(onnx_out) == len(ov_out)
+    ref = run_openvino(str(xml), list(inputs))
+    got = run_onnxruntime(proto, dict(zip(onnx_in, inputs)))
+    for name, g, r in zip(onnx_out, got, ref):
+        assert g.dtype == r.dtype, f"{name}: dtype {g.dtype} != OpenVINO's {r.dtype}"
+        c = compare_output(name, g, r, rtol, atol)
+        assert c.passed, f"{name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}; " \
+                         f"max abs {c.max_abs_error}, max rel {c.max_rel_error}\nonnx={g}\nopenvino={r}"
+    return proto
+
+
+def check_model(model: Any, inputs: Sequence[np.ndarray], tmp_path: Path, **kwargs: Any) -> onnx.ModelProto:
+    """Save an ov.Model as IR and assert the conversion is equivalent on `inputs`."""
+    return assert_equivalent(save_ir(model, tmp_path), inputs, **kwargs)
+
+
+def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
+    """Nodes of `op_type` in the graph and all subgraphs."""
+    graph = proto.graph if isinstance(proto, onnx.ModelProto) else proto
+    n = 0
+    for node in graph.node:
+        n += node.op_type == op_type
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                n += count_ops(a.g, op_type)
+    return n
+
+
+def rng_inputs(shapes: Mapping[str, tuple[tuple[int, ...], Any]] | Sequence[tuple[tuple[int, ...], Any]],
+               seed: int = 0) -> list[np.ndarray]:
+    """Random arrays: floats ~N(0,1), ints in [-5, 5], bools at random."""
+    rng = np.random.default_rng(seed)
+    items = shapes.values() if isinstance(shapes, Mapping) else shapes
+    out = []
+    for shape, dtype in items:
+        dt = np.dtype(dtype)
+        if dt.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dt))
+        elif dt.kind == "b":
+            out.append(rng.random(shape) > 0.5)
+        else:
+            lo = 0 if dt.kind == "u" else -5
+            out.append(rng.integers(lo, 6, size=shape).astype(dt))
+    return out
