@@ -1,0 +1,168 @@
+"""Loop-5 -> ONNX Loop (also used for TensorIterators that have no sliced input).
+
+Inputs: trip count (negative = unbounded; a run-time negative becomes INT64_MAX) and the initial condition. Body:
+ONNX gives (iteration number, condition, carried values...) and expects (condition, carried values..., scan values...).
+Merged inputs are carried values; invariant inputs are outer-scope captures; sliced inputs are cut per iteration from
+the outer tensor; the current-iteration Parameter gets the iteration number in its own type and rank. ONNX only returns
+final values of carried values, so a last-value output of a Result without back edge is carried too (its initial value,
+returned after zero iterations, is zeros as OpenVINO's CPU plugin returns). ONNX stacks scan values on a new axis 0;
+OpenVINO concatenates them on an existing axis: the stacked axis is moved there and merged with it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.convert.graph import body_output, declare_type
+from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_to, reverse_axis
+from ir2onnx.convert.ops.control_flow.port_map import PortMapPlan, analyse, param_rank, param_type, result_rank
+from ir2onnx.convert.registry import converter
+from ir2onnx.ir.element_types import ELEMENT_TYPES
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@converter("Loop", "opset5")
+def loop(ctx: LayerContext) -> list[ir.Value]:
+    plan = analyse(ctx)
+    if plan.condition is None:
+        raise ctx.error("Loop has no port_map output with purpose=\"execution_condition\"")
+    return emit_loop(ctx, plan, _trip_count(ctx), _initial_condition(ctx))
+
+
+def _scalar(ctx: LayerContext, i: int, to: ir.DataType) -> ir.Value:
+    """Input i as a scalar of type `to` (OpenVINO accepts rank 0 or 1 with one element)."""
+    b = ctx.b
+    x = ctx.inputs[i]
+    if onnx_dtype(ctx.input_type(i)) != to:
+        x = b.cast(x, to)
+    return b.reshape(x, [])
+
+
+def _trip_count(ctx: LayerContext) -> ir.Value | None:
+    b = ctx.b
+    c = ctx.const(0)
+    if c is not None:
+        t = int(np.asarray(c).reshape(-1)[0])
+        return None if t < 0 else b.i64(t)
+    x = _scalar(ctx, 0, ir.DataType.INT64)
+    return b.op("Where", [b.op("Less", [x, b.i64(0)]), b.i64(_INT64_MAX), x])
+
+
+def _initial_condition(ctx: LayerContext) -> ir.Value:
+    c = ctx.const(1)
+    if c is not None:
+        return ctx.b.const(bool(np.asarray(c).reshape(-1)[0]))
+    return _scalar(ctx, 1, ir.DataType.BOOL)
+
+
+def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond: ir.Value,
+              tensor_iterator_outputs: bool = False) -> list[ir.Value]:
+    """Emit an ONNX Loop for `plan`; returns the layer's outputs in port order."""
+    b = ctx.b
+    cb = b.child()
+    name = ctx.layer.name or f"loop_{ctx.layer.id}"
+    it = cb.add_input(cb.names.fresh(f"{name}/iteration"), ir.DataType.INT64, [])
+    cond_in = cb.add_input(cb.names.fresh(f"{name}/condition"), ir.DataType.BOOL, [])
+    bindings: dict[str, ir.Value] = {}
+    merged = plan.of_kind("merged")
+    for inp in merged:
+        et = param_type(inp.param)
+        if et is None:
+            raise ctx.error(f"body {inp.param.where()} has no element type")
+        rank = param_rank(inp.param)
+        v = cb.add_input(cb.names.fresh(f"{name}/{inp.param.name or inp.param.id}"), onnx_dtype(et),
+                         None if rank is None else [None] * rank)
+        set_value_type(v, et)
+        bindings[inp.param.id] = v
+    for inp in plan.of_kind("current_iteration"):
+        et = param_type(inp.param) or ELEMENT_TYPES["i64"]
+        v = it if et.name == "i64" else cb.cast(it, onnx_dtype(et))
+        if param_rank(inp.param):
+            v = cb.unsqueeze(v, [0])
+        set_value_type(v, et)
+        bindings[inp.param.id] = v
+    for inp in plan.of_kind("sliced"):
+        bindings[inp.param.id] = _slice_per_iteration(ctx, cb, it, inp.outer, inp.entry)  # type: ignore[arg-type]
+    for inp in plan.of_kind("invariant"):
+        assert inp.outer is not None
+        bindings[inp.param.id] = inp.outer
+    results = ctx.translator.translate(plan.body.graph, cb, bindings)
+
+    taken: set[ir.Value] = set()
+    if plan.condition is not None:
+        c = results[plan.condition.id]
+        et = value_type(c)
+        if et is None or et.name != "boolean":
+            c = cb.cast(c, ir.DataType.BOOL)
+        if result_rank(plan.condition) != 0:
+            c = cb.reshape(c, [])
+        cond_out = body_output(cb, c, taken)
+    else:
+        cond_out = body_output(cb, cond_in, taken)
+    declare_type(cond_out, ELEMENT_TYPES["boolean"], 0)
+    body_outs = [cond_out]
+    initial: list[ir.Value] = []
+    for inp in merged:
+        assert inp.back_edge_result is not None and inp.outer is not None
+        v = body_output(cb, results[inp.back_edge_result.id], taken)
+        declare_type(v, param_type(inp.param), param_rank(inp.param))
+        body_outs.append(v)
+        initial.append(inp.outer)
+    state_of = {inp.back_edge_result.id: i for i, inp in enumerate(merged) if inp.back_edge_result is not None}
+    # Last values of Results without back edge are carried too; a dummy body input receives the previous value.
+    extra = [o for o in plan.outputs if o.kind == "last" and o.result.id not in state_of]
+    for o in extra:
+        v = results[o.result.id]
+        et = value_type(v) or ctx.output_type(o.index)
+        rank = result_rank(o.result)
+        cb.add_input(cb.names.fresh(f"{name}/{o.result.name}_previous"), onnx_dtype(et), [None] * rank)
+        out = body_output(cb, v, taken)
+        declare_type(out, et, rank)
+        body_outs.append(out)
+        dims = ctx.layer.outputs[o.index].dims
+        zeros = np.zeros([d if d is not None else 0 for d in dims], dtype=et.numpy)
+        initial.append(b.const(zeros))
+    concat = plan.outputs_of_kind("concat")
+    for o in concat:
+        v = body_output(cb, results[o.result.id], taken)
+        declare_type(v, value_type(results[o.result.id]), result_rank(o.result))
+        body_outs.append(v)
+    body = cb.build(body_outs, b.names.fresh(f"{name}/body"))
+    outs = b.op_multi("Loop", [trip, cond, *initial], {"body": body}, outputs=len(body_outs) - 1)
+    carried = outs[: len(initial)]
+    scans = outs[len(initial):]
+    result: list[ir.Value | None] = [None] * len(ctx.layer.outputs)
+    for o in plan.outputs:
+        if o.kind == "last":
+            pos = state_of[o.result.id] if o.result.id in state_of else len(merged) + extra.index(o)
+            result[o.index] = carried[pos]
+    for o, y in zip(concat, scans):
+        rank = result_rank(o.result)
+        axis = ctx.normalize_axis(o.entry.axis or 0, rank)
+        if o.entry.stride < 0:
+            y = reverse_axis(b, y, 0)
+        result[o.index] = merge_axes(b, move_axis0_to(b, y, axis, rank + 1), axis)
+    missing = [ctx.layer.outputs[i].id for i, v in enumerate(result) if v is None]
+    if missing:
+        raise ctx.error(f"output port(s) {missing} have no port_map entry")
+    return [v for v in result if v is not None]
+
+
+def _slice_per_iteration(ctx: LayerContext, cb, it: ir.Value, outer: ir.Value, e) -> ir.Value:  # type: ignore[no-untyped-def]
+    """Chunk `it` of the outer tensor: from the start of the axis, or from its end when stride < 0."""
+    if abs(e.stride) != e.part_size:
+        raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "
+                        "OpenVINO executes only |stride| == part_size")
+    b = ctx.b
+    axis = ctx.normalize_axis(e.axis or 0, ctx.input_rank(e.external_port_id))
+    p = cb.i64([e.part_size])
+    offset = cb.op("Mul", [cb.reshape(it, [1]), p])
+    if e.stride > 0:
+        start = offset
+    else:
+        start = cb.op("Sub", [cb.op("Sub", [dim(b, outer, axis), offset]), p])  # dim computed outside the loop
+    return cb.slice(outer, start, cb.op("Add", [start, p]), [axis])

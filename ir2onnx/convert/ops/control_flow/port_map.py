@@ -1,0 +1,98 @@
+"""Port-map analysis shared by TensorIterator and Loop: classify every body Parameter and Result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import onnx_ir as ir
+
+from ir2onnx.convert.context import LayerContext
+from ir2onnx.ir.element_types import ElementType, parse_element_type
+from ir2onnx.ir.model import Body, Layer, PortMapEntry
+
+
+@dataclass(frozen=True)
+class BodyInput:
+    """A body Parameter and where its value comes from."""
+
+    kind: str  # "sliced" | "merged" | "invariant" | "current_iteration"
+    param: Layer
+    entry: PortMapEntry
+    outer: ir.Value | None  # the TI/Loop input value (None for the current iteration)
+    back_edge_result: Layer | None = None  # merged: the body Result whose value feeds the next iteration
+
+
+@dataclass(frozen=True)
+class BodyOutput:
+    """A TI/Loop output: the body Result it reads and how (concatenated over iterations or last value)."""
+
+    kind: str  # "concat" | "last"
+    result: Layer
+    entry: PortMapEntry
+    index: int  # index among the TI/Loop outputs
+
+
+@dataclass
+class PortMapPlan:
+    body: Body
+    inputs: list[BodyInput] = field(default_factory=list)
+    outputs: list[BodyOutput] = field(default_factory=list)
+    condition: Layer | None = None  # Loop: the body Result with the continue flag
+
+    def of_kind(self, kind: str) -> list[BodyInput]:
+        return [i for i in self.inputs if i.kind == kind]
+
+    def outputs_of_kind(self, kind: str) -> list[BodyOutput]:
+        return [o for o in self.outputs if o.kind == kind]
+
+
+def analyse(ctx: LayerContext) -> PortMapPlan:
+    """Classify the port map as OpenVINO's reader does (inputs and outputs ordered by external_port_id)."""
+    layer = ctx.layer
+    body = layer.body
+    assert body is not None  # validated
+    by_id = body.graph.by_id
+    back = {be.to_layer: be.from_layer for be in body.back_edges}
+    plan = PortMapPlan(body)
+    seen: dict[str, PortMapEntry] = {}
+    for e in sorted(body.inputs, key=lambda e: e.external_port_id):
+        param = by_id[e.internal_layer_id]
+        if param.id in seen:
+            raise ctx.error(f"body {param.where()} is mapped by two port_map inputs (lines {seen[param.id].line}, {e.line})")
+        seen[param.id] = e
+        if e.purpose == "current_iteration":
+            plan.inputs.append(BodyInput("current_iteration", param, e, None))
+            continue
+        outer = ctx.inputs[e.external_port_id]
+        if e.sliced:
+            if param.id in back:
+                raise ctx.error(f"body {param.where()} is both a sliced input and a back-edge target")
+            plan.inputs.append(BodyInput("sliced", param, e, outer))
+        elif param.id in back:
+            plan.inputs.append(BodyInput("merged", param, e, outer, by_id[back[param.id]]))
+        else:
+            plan.inputs.append(BodyInput("invariant", param, e, outer))
+    mapped = [o for o in body.outputs if o.external_port_id >= 0 and o.purpose != "execution_condition"]
+    for index, e in enumerate(sorted(mapped, key=lambda e: e.external_port_id)):
+        plan.outputs.append(BodyOutput("concat" if e.sliced else "last", by_id[e.internal_layer_id], e, index))
+    conds = [o for o in body.outputs if o.purpose == "execution_condition"]
+    if conds:
+        plan.condition = by_id[conds[0].internal_layer_id]
+    return plan
+
+
+def param_type(param: Layer) -> ElementType | None:
+    raw = param.data.get("element_type")
+    et = parse_element_type(raw) if raw else None
+    return et or (param.outputs[0].element_type if param.outputs else None)
+
+
+def param_rank(param: Layer) -> int | None:
+    from ir2onnx.convert.model import parameter_shape
+
+    shape = parameter_shape(param)
+    return None if shape is None else len(shape)
+
+
+def result_rank(result: Layer) -> int:
+    return len(result.inputs[0].dims)

@@ -1,0 +1,122 @@
+"""TensorIterator and Loop nested in each other, to depth three."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+import pytest
+
+from tests.utils import check_model, count_ops, rng_inputs
+
+
+def inner_ti(x: ov.Output, h: ov.Output) -> ov.Node:
+    """TI over axis 0 of x [T, 3], state h [3]: h = tanh(h + x_t)."""
+    bx = ops.parameter([1, 3], np.float32, name="ibx")
+    bh = ops.parameter([3], np.float32, name="ibh")
+    nh = ops.tanh(ops.add(bh, ops.squeeze(bx, [0])))
+    r_h = ops.result(nh)
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_h], [bx, bh]))
+    ti.set_sliced_input(bx, x, 0, 1, 1, -1, 0)
+    ti.set_merged_input(bh, h, r_h.output(0))
+    ti.get_iter_value(r_h.output(0), -1)
+    return ti
+
+
+def inner_loop(x: ov.Output, h: ov.Output, trip: int = 3) -> ov.Node:
+    """Loop: h = h * 0.5 + x, stopping early once sum(h) > 4."""
+    it = ops.parameter([], np.int64, name="lit")
+    bx = ops.parameter([3], np.float32, name="lbx")
+    bh = ops.parameter([3], np.float32, name="lbh")
+    nh = ops.add(ops.multiply(bh, ops.constant(np.float32(0.5))), bx)
+    cond = ops.less(ops.reduce_sum(nh, [0], False), ops.constant(np.float32(4.0)))
+    r_c, r_h = ops.result(cond), ops.result(nh)
+    loop = ops.loop(ops.constant(np.int64(trip)), ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_h], [it, bx, bh]))
+    loop.set_special_body_ports([0, 0])
+    loop.set_invariant_input(bx, x)
+    loop.set_merged_input(bh, h, r_h.output(0))
+    loop.get_iter_value(r_h.output(0), -1)
+    return loop
+
+
+def outer_ti(make_inner, matrix_input: bool) -> ov.Model:  # type: ignore[no-untyped-def]
+    """Outer TI over axis 0 of X [N, T, 3]; the inner op runs on each slice with the carried state."""
+    X = ops.parameter([4, 5, 3], np.float32, name="X")
+    H = ops.parameter([3], np.float32, name="H")
+    bx = ops.parameter([1, 5, 3], np.float32, name="obx")
+    bh = ops.parameter([3], np.float32, name="obh")
+    x_slice = ops.squeeze(bx, [0])
+    x_in = x_slice.output(0) if matrix_input else ops.reduce_mean(x_slice, [0], False).output(0)
+    inner = make_inner(x_in, bh.output(0))
+    r_h = ops.result(inner.output(0))
+    r_y = ops.result(ops.unsqueeze(inner.output(0), 0))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_y], [bx, bh]))
+    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 0)
+    ti.set_merged_input(bh, H.output(0), r_h.output(0))
+    return ov.Model([ti.get_iter_value(r_h.output(0), -1), ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)],
+                    [X, H])
+
+
+def outer_loop(make_inner, trip: int = 3) -> ov.Model:  # type: ignore[no-untyped-def]
+    """Outer Loop (trip count input) whose body runs the inner op on the invariant X and the carried state."""
+    X = ops.parameter([5, 3], np.float32, name="X")
+    H = ops.parameter([3], np.float32, name="H")
+    T = ops.parameter([], np.int64, name="trip")
+    it = ops.parameter([], np.int64, name="oit")
+    bx = ops.parameter([5, 3], np.float32, name="obx")
+    bh = ops.parameter([3], np.float32, name="obh")
+    scaled = ops.multiply(bx, ops.convert(ops.add(it, ops.constant(np.int64(1))), np.float32))
+    x_in = scaled.output(0) if make_inner is inner_ti else ops.reduce_mean(scaled, [0], False).output(0)
+    inner = make_inner(x_in, bh.output(0))
+    r_c = ops.result(ops.constant(True))
+    r_h = ops.result(inner.output(0))
+    r_y = ops.result(ops.unsqueeze(inner.output(0), 0))
+    loop = ops.loop(T, ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_h, r_y], [it, bx, bh]))
+    loop.set_special_body_ports([0, 0])
+    loop.set_invariant_input(bx, X.output(0))
+    loop.set_merged_input(bh, H.output(0), r_h.output(0))
+    outs = [loop.get_iter_value(r_h.output(0), -1), loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)]
+    return ov.Model(outs, [X, H, T])
+
+
+@pytest.mark.parametrize("inner", [inner_ti, inner_loop], ids=["ti-in-ti", "loop-in-ti"])
+def test_inside_tensor_iterator(tmp_path: Path, inner) -> None:  # type: ignore[no-untyped-def]
+    proto = check_model(outer_ti(inner, inner is inner_ti), rng_inputs([((4, 5, 3), np.float32), ((3,), np.float32)]), tmp_path)
+    assert count_ops(proto, "Scan") + count_ops(proto, "Loop") == 2
+
+
+@pytest.mark.parametrize("inner", [inner_ti, inner_loop], ids=["ti-in-loop", "loop-in-loop"])
+def test_inside_loop(tmp_path: Path, inner) -> None:  # type: ignore[no-untyped-def]
+    x, h = rng_inputs([((5, 3), np.float32), ((3,), np.float32)])
+    for i, trip in enumerate([3, 0, 1]):
+        d = tmp_path / str(i)
+        d.mkdir()
+        check_model(outer_loop(inner), [x, h, np.array(trip, np.int64)], d)
+
+
+def test_three_levels(tmp_path: Path) -> None:
+    """TI > Loop > TI: the innermost body reads a value captured two levels up."""
+
+    def middle(x: ov.Output, h: ov.Output) -> ov.Node:
+        it = ops.parameter([], np.int64, name="mit")
+        bx = ops.parameter([5, 3], np.float32, name="mbx")
+        bh = ops.parameter([3], np.float32, name="mbh")
+        inner = inner_ti(bx.output(0), bh.output(0))
+        r_c, r_h = ops.result(ops.constant(True)), ops.result(inner.output(0))
+        loop = ops.loop(ops.constant(np.int64(2)), ops.constant(True))
+        loop.set_function(ov.Model([r_c, r_h], [it, bx, bh]))
+        loop.set_special_body_ports([0, 0])
+        loop.set_invariant_input(bx, x)
+        loop.set_merged_input(bh, h, r_h.output(0))
+        loop.get_iter_value(r_h.output(0), -1)
+        return loop
+
+    model = outer_ti(middle, True)
+    proto = check_model(model, rng_inputs([((4, 5, 3), np.float32), ((3,), np.float32)]), tmp_path)
+    assert count_ops(proto, "Scan") == 2 and count_ops(proto, "Loop") == 1
