@@ -81,12 +81,15 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
             v = copy
         v.name = name if name not in {o.name for o in outputs} else b.names.fresh(name)
         outputs.append(v)
-    for v, r in zip(outputs, g.results):
-        if v not in b.inputs:
-            declare_type(v, value_type(v), len(r.inputs[0].dims) if r.inputs else None)
+    for v in outputs:
+        if v not in b.inputs:  # dims (and rank: stale in some IRs) come from ONNX shape inference below
+            declare_type(v, value_type(v), None)
     graph = b.build(outputs, model.name or "ir2onnx")
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
     _infer_output_shapes(out)
+    for v, r in zip(outputs, g.results):
+        if v.shape is None:  # not derivable by ONNX (e.g. some Loop-carried values): the IR's rank, dims unknown
+            v.shape = ir.Shape([None] * len(r.inputs[0].dims))
     return out
 
 

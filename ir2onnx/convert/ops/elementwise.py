@@ -35,3 +35,58 @@ def _binary(onnx_op: str):  # type: ignore[no-untyped-def]
 
 for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Sub")):
     converter(_ir_type, "opset1")(_binary(_onnx_op))
+
+
+for _ir_type, _onnx_op in (
+    ("Maximum", "Max"), ("Minimum", "Min"), ("Power", "Pow"),
+    ("Equal", "Equal"), ("Less", "Less"), ("LessEqual", "LessOrEqual"), ("Greater", "Greater"),
+    ("GreaterEqual", "GreaterOrEqual"), ("LogicalAnd", "And"), ("LogicalOr", "Or"), ("LogicalXor", "Xor"),
+):
+    converter(_ir_type, "opset1")(_binary(_onnx_op))
+
+
+@converter("NotEqual", "opset1")
+def not_equal(ctx: LayerContext) -> ir.Value:
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    return ctx.b.op("Not", [ctx.b.op("Equal", [a, b])])
+
+
+@converter("SquaredDifference", "opset1")
+def squared_difference(ctx: LayerContext) -> ir.Value:
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    d = ctx.b.op("Sub", [a, b])
+    return ctx.b.op("Mul", [d, d])
+
+
+@converter("Divide", "opset1")
+def divide(ctx: LayerContext) -> ir.Value:
+    """ONNX Div truncates integers, as OpenVINO's CPU plugin does (its spec asks for floor with m_pythondiv)."""
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    return ctx.b.op("Div", [a, b])
+
+
+@converter("Select", "opset1")
+def select(ctx: LayerContext) -> ir.Value:
+    mode = ctx.attr_str("auto_broadcast", "numpy").lower()
+    if mode not in ("numpy", "none"):
+        raise ctx.error(f"Select with auto_broadcast='{mode}' is not supported")
+    return ctx.b.op("Where", ctx.inputs[:3])
+
+
+@converter("LogicalNot", "opset1")
+def logical_not(ctx: LayerContext) -> ir.Value:
+    return ctx.b.op("Not", [ctx.inputs[0]])
+
+
+def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
+    def convert(ctx: LayerContext) -> ir.Value:
+        return ctx.b.op(onnx_op, [ctx.inputs[0]])
+
+    return convert
+
+
+for _ir_type, _onnx_op in (
+    ("Negative", "Neg"), ("Abs", "Abs"), ("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Floor", "Floor"),
+    ("Ceiling", "Ceil"), ("Sign", "Sign"), ("Erf", "Erf"), ("Sin", "Sin"), ("Cos", "Cos"),
+):
+    converter(_ir_type, "opset1")(_unary(_onnx_op))

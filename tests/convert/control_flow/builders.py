@@ -41,7 +41,7 @@ def ti_accumulate(x_shape: list[int], axis: int, start: int, end: int, stride: i
 
 def loop_model(trip: Any, cond: Any, x_shape: list[int] | None = None, *, body_cond: str = "true",
                limit: float = 10.0, iter_dtype: Any = np.int64, iter_rank: int = 0, concat_axis: int = 0,
-               trip_dtype: Any = np.int64) -> ov.Model:
+               trip_dtype: Any = np.int64, plain_last_value: bool = True) -> ov.Model:
     """Loop accumulating X into a state; `trip`/`cond` are ints/bools (constants) or None (graph inputs)."""
     x_shape = x_shape or [2, 3]
     X = ops.parameter(x_shape, np.float32, name="X")
@@ -77,6 +77,7 @@ def loop_model(trip: Any, cond: Any, x_shape: list[int] | None = None, *, body_c
     loop.set_special_body_ports([0, 0])
     loop.set_invariant_input(bx, X.output(0))
     loop.set_merged_input(bs, X.output(0), r_s.output(0))
-    outs = [loop.get_iter_value(r_s.output(0), -1), loop.get_iter_value(r_p.output(0), -1),
-            loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, concat_axis)]
+    outs = [loop.get_iter_value(r_s.output(0), -1), loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, concat_axis)]
+    if plain_last_value:  # a last value of a Result without back edge (undefined in OpenVINO after zero iterations)
+        outs.append(loop.get_iter_value(r_p.output(0), -1))
     return ov.Model(outs, params)
