@@ -1,0 +1,3 @@
+from ir2onnx.cli import main
+
+main()
