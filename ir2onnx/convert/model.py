@@ -85,12 +85,20 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         if v not in b.inputs:  # dims (and rank: stale in some IRs) come from ONNX shape inference below
             declare_type(v, value_type(v), None)
     graph = b.build(outputs, model.name or "ir2onnx")
+    _drop_unused_initializers(graph)
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
     _infer_output_shapes(out)
     for v, r in zip(outputs, g.results):
         if v.shape is None:  # not derivable by ONNX (e.g. some Loop-carried values): the IR's rank, dims unknown
             v.shape = ir.Shape([None] * len(r.inputs[0].dims))
     return out
+
+
+def _drop_unused_initializers(graph: ir.Graph) -> None:
+    """Consts a converter only read at conversion time (e.g. reordered gate weights) are not emitted."""
+    for name, v in list(graph.initializers.items()):
+        if not v.uses() and not v.is_graph_output():
+            del graph.initializers[name]
 
 
 def _parameter_type(p: Layer):  # type: ignore[no-untyped-def]

@@ -1,0 +1,79 @@
+"""The public Python API: convert, convert_file (atomic, external data), errors, zero-copy initializers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import ir2onnx
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+TI = SAMPLES / "ti_lstm" / "model.xml"
+
+
+def test_convert_returns_checked_model_proto() -> None:
+    proto = ir2onnx.convert(TI)
+    assert isinstance(proto, onnx.ModelProto)
+    onnx.checker.check_model(proto, full_check=True)
+    assert [i.name for i in proto.graph.input] == ["X", "H0", "C0"]
+    assert [o.name for o in proto.graph.output] == ["Y"]
+
+
+def test_initializers_are_views_of_the_weights_file(tmp_path: Path) -> None:
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as ops
+
+    x = ops.parameter([2, 64], np.float32, name="x")
+    w = ops.constant(np.arange(64 * 64, dtype=np.float32).reshape(64, 64))
+    ov.save_model(ov.Model([ops.matmul(x, w, False, False)], [x]), str(tmp_path / "m.xml"), compress_to_fp16=False)
+    model = ir2onnx.convert_to_ir(tmp_path / "m.xml")
+    weights = model.meta["ir2onnx.weights"]
+    big = [v for v in model.graph.initializers.values() if v.const_value is not None and v.const_value.size > 1000]
+    assert big
+    for v in big:
+        assert np.shares_memory(v.const_value.numpy(), weights.raw(0, weights.size))
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_convert_file_runs(tmp_path: Path, external: bool) -> None:
+    out = ir2onnx.convert_file(TI, tmp_path / "m.onnx", external_data=external)
+    assert (tmp_path / "m.onnx.data").exists() == external
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.onnx"] + (["m.onnx.data"] if external else []))
+    rng = np.random.default_rng(0)
+    feed = {"X": rng.standard_normal((1, 25, 64)).astype(np.float32), "H0": np.zeros((1, 32), np.float32),
+            "C0": np.zeros((1, 32), np.float32)}
+    a = run_onnxruntime(str(out), feed)[0]
+    b = run_onnxruntime(ir2onnx.convert(TI), feed)[0]
+    np.testing.assert_array_equal(a, b)
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnx_ir
+
+    def boom(*args: object, **kwargs: object) -> None:
+        Path(str(args[1])).write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(onnx_ir, "save", boom)
+    with pytest.raises(OSError):
+        ir2onnx.convert_file(TI, tmp_path / "m.onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_errors_form_one_hierarchy(tmp_path: Path) -> None:
+    for cls in (ir2onnx.IRReadError, ir2onnx.IRValidationError, ir2onnx.UnsupportedOpsError,
+                ir2onnx.LayerConversionError, ir2onnx.CheckError):
+        assert issubclass(cls, ir2onnx.ConversionError)
+    with pytest.raises(ir2onnx.IRReadError, match="cannot read"):
+        ir2onnx.convert(tmp_path / "missing.xml")
+
+
+def test_opset_range() -> None:
+    for opset in (17, 18, 21):
+        onnx.checker.check_model(ir2onnx.convert(TI, opset=opset), full_check=True)
+    with pytest.raises(ir2onnx.ConversionError, match="opset 12"):
+        ir2onnx.convert(TI, opset=12)
