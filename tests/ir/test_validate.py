@@ -1,0 +1,155 @@
+"""Malformed IR: each case gives its own clear message naming the layer and line, and nothing is written."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+import ir2onnx
+from ir2onnx.errors import IRReadError, IRValidationError
+
+VALID = """<?xml version="1.0"?>
+<net name="t" version="11">
+ <layers>
+  <layer id="0" name="x" type="Parameter" version="opset1"><data shape="2" element_type="f32"/>
+   <output><port id="0" precision="FP32" names="x"><dim>2</dim></port></output></layer>
+  <layer id="1" name="w" type="Const" version="opset1"><data element_type="f32" shape="2" offset="0" size="8"/>
+   <output><port id="0" precision="FP32"><dim>2</dim></port></output></layer>
+  <layer id="2" name="add" type="Add" version="opset1">
+   <input><port id="0"><dim>2</dim></port><port id="1"><dim>2</dim></port></input>
+   <output><port id="2" precision="FP32" names="y"><dim>2</dim></port></output></layer>
+  <layer id="3" name="out" type="Result" version="opset1"><input><port id="0"><dim>2</dim></port></input></layer>
+ </layers>
+ <edges>
+  <edge from-layer="0" from-port="0" to-layer="2" to-port="0"/>
+  <edge from-layer="1" from-port="0" to-layer="2" to-port="1"/>
+  <edge from-layer="2" from-port="2" to-layer="3" to-port="0"/>
+ </edges>
+</net>
+"""
+
+EDGES = """  <edge from-layer="0" from-port="0" to-layer="2" to-port="0"/>
+  <edge from-layer="1" from-port="0" to-layer="2" to-port="1"/>
+  <edge from-layer="2" from-port="2" to-layer="3" to-port="0"/>
+"""
+
+# (case id, replacement (old, new) in VALID or full text, .bin bytes, error type, message fragments)
+CASES = [
+    ("malformed-xml", ("</net>", "<layer></net>"), 8, IRReadError, ["malformed XML", "line"]),
+    ("wrong-root", ("net>\n", "network>\n"), 8, IRReadError, ["expected <net>"]),
+    ("ir-version", ('version="11"', 'version="7"'), 8, IRReadError, ["IR version 7"]),
+    ("dtd", ('<?xml version="1.0"?>', '<?xml version="1.0"?>\n<!DOCTYPE net [<!ENTITY e SYSTEM "file:///etc/passwd">]>'),
+     8, IRReadError, ["DTD"]),
+    ("duplicate-id", ('<layer id="3" name="out"', '<layer id="2" name="out"'), 8, IRValidationError,
+     ["duplicate layer id 2", "'out'", "line"]),
+    ("dangling-layer", ('to-layer="3" to-port="0"', 'to-layer="9" to-port="0"'), 8, IRValidationError,
+     ["layer 9 does not exist", "line 16"]),
+    ("dangling-port", ('from-layer="2" from-port="2"', 'from-layer="2" from-port="5"'), 8, IRValidationError,
+     ["has no output port 5", "'add'"]),
+    ("duplicate-edge", (EDGES, EDGES + '  <edge from-layer="0" from-port="0" to-layer="2" to-port="1"/>\n'), 8,
+     IRValidationError, ["already fed", "'add'"]),
+    ("unconnected-input", ('  <edge from-layer="1" from-port="0" to-layer="2" to-port="1"/>\n', ""), 8,
+     IRValidationError, ["input port 1 is not connected", "layer 2 'add' (Add, line 8)"]),
+    ("cycle", (EDGES, EDGES.replace('from-layer="0" from-port="0" to-layer="2"', 'from-layer="2" from-port="2" to-layer="2"')),
+     8, IRValidationError, ["cycle", "'add'"]),
+    ("const-outside-bin", ('offset="0" size="8"', 'offset="4" size="8"'), 8, IRValidationError,
+     ["lie outside the 8-byte .bin", "'w'", "line 6"]),
+    ("const-too-small", ('offset="0" size="8"', 'offset="0" size="4"'), 8, IRValidationError,
+     ["too small for f32[2]", "'w'"]),
+    ("short-bin", None, 4, IRValidationError, ["outside the 4-byte .bin"]),
+    ("bad-dim", ("<dim>2</dim></port></input></layer>", "<dim>two</dim></port></input></layer>"), 8, IRReadError,
+     ["is not an integer", "'out'"]),
+    ("unknown-element-type", ('element_type="f32" shape="2" offset', 'element_type="q7" shape="2" offset'), 8,
+     IRReadError, ["unknown or missing element type", "'w'"]),
+]
+
+
+def _write(tmp_path: Path, replace: tuple[str, str] | None, bin_size: int) -> Path:
+    text = VALID if replace is None else VALID.replace(replace[0], replace[1], 1)
+    if replace is not None and replace[0] == "net>\n":  # rename the root element, both tags
+        text = VALID.replace("<net ", "<network ").replace("</net>", "</network>")
+    assert replace is None or text != VALID, "fixture replacement did not apply"
+    xml = tmp_path / "m.xml"
+    xml.write_text(text)
+    (tmp_path / "m.bin").write_bytes(struct.pack("<2f", 1.0, 2.0)[:bin_size])
+    return xml
+
+
+def test_valid_template_converts(tmp_path: Path) -> None:
+    ir2onnx.convert(_write(tmp_path, None, 8))
+
+
+@pytest.mark.parametrize(("case", "replace", "bin_size", "error", "fragments"), CASES, ids=[c[0] for c in CASES])
+def test_malformed_ir(tmp_path: Path, case: str, replace: tuple[str, str] | None, bin_size: int, error: type,
+                      fragments: list[str]) -> None:
+    xml = _write(tmp_path, replace, bin_size)
+    with pytest.raises(error) as info:
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    for f in fragments:
+        assert f in str(info.value), f"{f!r} not in: {info.value}"
+    assert not (tmp_path / "out.onnx").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.xml"]
+
+
+def test_missing_bin(tmp_path: Path) -> None:
+    xml = _write(tmp_path, None, 8)
+    (tmp_path / "m.bin").unlink()
+    with pytest.raises(IRReadError, match="cannot read weights file"):
+        ir2onnx.convert(xml)
+
+
+def test_entity_is_never_fetched(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    text = VALID.replace('<?xml version="1.0"?>',
+                         f'<?xml version="1.0"?>\n<!DOCTYPE net [<!ENTITY s SYSTEM "file://{secret}">]>')
+    text = text.replace('name="t"', 'name="&s;"')
+    xml = tmp_path / "m.xml"
+    xml.write_text(text)
+    (tmp_path / "m.bin").write_bytes(b"\0" * 8)
+    with pytest.raises(IRReadError) as info:
+        ir2onnx.convert(xml)
+    assert "TOP SECRET" not in str(info.value)
+
+
+LOOP_BODY_ERRORS = [
+    ("port-map-missing-layer", ('internal_layer_id="0" purpose', 'internal_layer_id="77" purpose'),
+     ["internal_layer_id 77 does not exist"]),
+    ("back-edge-wrong-type", ('<edge from-layer="4" to-layer="1"', '<edge from-layer="1" to-layer="1"'),
+     ["from-layer 1 is not a body Result"]),
+    ("no-condition", ('purpose="execution_condition"', 'purpose="other"'), ["execution_condition"]),
+]
+
+
+@pytest.mark.parametrize(("case", "replace", "fragments"), LOOP_BODY_ERRORS, ids=[c[0] for c in LOOP_BODY_ERRORS])
+def test_inconsistent_port_maps(tmp_path: Path, case: str, replace: tuple[str, str], fragments: list[str]) -> None:
+    pytest.importorskip("openvino")
+    from tests.convert.control_flow.builders import loop_model
+    from tests.utils import save_ir
+
+    xml = save_ir(loop_model(3, True), tmp_path)
+    text = xml.read_text()
+    import re
+
+    # normalise the ids the writer chose so the replacements above apply
+    body = text[text.index("<body>"):]
+    ids = re.findall(r'<layer id="(\d+)" name="[^"]*" type="(\w+)"', body)
+    first_param = next(i for i, t in ids if t == "Parameter")
+    results = [i for i, t in ids if t == "Result"]
+    new = replace[1]
+    old = replace[0].replace('internal_layer_id="0"', f'internal_layer_id="{first_param}"')
+    old = old.replace('from-layer="4" to-layer="1"', f'from-layer="{results[1]}" to-layer=')
+    if "back-edge" in case:
+        m = re.search(r'<edge from-layer="(\d+)" to-layer="(\d+)"', text)
+        assert m is not None
+        old, new = m.group(0), f'<edge from-layer="{m.group(2)}" to-layer="{m.group(2)}"'
+        fragments = [f"from-layer {m.group(2)} is not a body Result"]
+    assert old in text, old
+    xml.write_text(text.replace(old, new, 1))
+    with pytest.raises(IRValidationError) as info:
+        ir2onnx.convert(xml)
+    for f in fragments:
+        assert f in str(info.value)
+    assert "Loop" in str(info.value)
