@@ -23,3 +23,83 @@ def matmul(ctx: LayerContext) -> ir.Value:
     if ctx.attr_bool("transpose_b", False):
         b = _swap_last(ctx, b, ctx.input_rank(1))
     return ctx.b.op("MatMul", [a, b])
+
+
+_AUTO_PAD = {"same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
+
+
+def _window_attrs(ctx: LayerContext, spatial: int, with_dilations: bool = True) -> dict[str, object]:
+    """strides/dilations/pads/auto_pad: explicit pads are begins then ends; auto_pad modes map by name."""
+    attrs: dict[str, object] = {"strides": ctx.attr_ints("strides", [1] * spatial)}
+    if with_dilations:
+        attrs["dilations"] = ctx.attr_ints("dilations", [1] * spatial)
+    auto = ctx.attr_str("auto_pad", "explicit").lower()
+    if auto in _AUTO_PAD:
+        attrs["auto_pad"] = _AUTO_PAD[auto]
+    elif auto in ("explicit", "notset", ""):
+        attrs["pads"] = ctx.attr_ints("pads_begin", [0] * spatial) + ctx.attr_ints("pads_end", [0] * spatial)
+    else:
+        raise ctx.error(f"auto_pad='{auto}' is not supported")
+    return attrs
+
+
+@converter("Convolution", "opset1")
+def convolution(ctx: LayerContext) -> ir.Value:
+    spatial = ctx.input_rank(0) - 2
+    return ctx.b.op("Conv", ctx.inputs[:2], _window_attrs(ctx, spatial))  # type: ignore[arg-type]
+
+
+@converter("GroupConvolution", "opset1")
+def group_convolution(ctx: LayerContext) -> ir.Value:
+    """Weights [G, O/G, I/G, k...] -> ONNX [O, I/G, k...] with group=G (a free reshape of constant weights)."""
+    b = ctx.b
+    spatial = ctx.input_rank(0) - 2
+    w = ctx.const(1)
+    if w is not None:
+        groups = w.shape[0]
+        weights = b.const(w.reshape((w.shape[0] * w.shape[1],) + w.shape[2:])) if w.flags.c_contiguous else \
+            b.reshape(ctx.inputs[1], [w.shape[0] * w.shape[1], *w.shape[2:]])
+    else:
+        dims = ctx.input_dims(1)
+        if dims[0] is None:
+            raise ctx.error("GroupConvolution needs a static group count")
+        groups = dims[0]
+        shape = b.concat([b.i64([-1]), b.shape_of(ctx.inputs[1], 2)], 0)
+        weights = b.reshape(ctx.inputs[1], shape)
+    attrs = _window_attrs(ctx, spatial)
+    attrs["group"] = int(groups)
+    return b.op("Conv", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
+
+
+def _rounding(ctx: LayerContext) -> int:
+    mode = ctx.attr_str("rounding_type", "floor").lower()
+    if mode not in ("floor", "ceil"):
+        raise ctx.error(f"rounding_type='{mode}' is not supported")
+    return int(mode == "ceil")
+
+
+@converter("MaxPool", "opset1", "opset8", "opset14")
+def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
+    spatial = ctx.input_rank(0) - 2
+    attrs = _window_attrs(ctx, spatial, with_dilations=ctx.layer.version not in ("opset1", ""))
+    attrs["kernel_shape"] = ctx.attr_ints("kernel")
+    attrs["ceil_mode"] = _rounding(ctx)
+    if len(ctx.layer.outputs) == 1:
+        return ctx.b.op("MaxPool", [ctx.inputs[0]], attrs)  # type: ignore[arg-type]
+    if ctx.attr_int("axis", 0) != 0:
+        raise ctx.error("MaxPool indices with axis != 0 are not supported")
+    values, indices = ctx.b.op_multi("MaxPool", [ctx.inputs[0]], attrs, outputs=2)  # type: ignore[arg-type]
+    from ir2onnx.convert.builder import onnx_dtype
+
+    et = ctx.output_type(1)
+    return [values, indices if et.name == "i64" else ctx.b.cast(indices, onnx_dtype(et))]
+
+
+@converter("AvgPool", "opset1", "opset14")
+def avg_pool(ctx: LayerContext) -> ir.Value:
+    spatial = ctx.input_rank(0) - 2
+    attrs = _window_attrs(ctx, spatial, with_dilations=False)
+    attrs["kernel_shape"] = ctx.attr_ints("kernel")
+    attrs["ceil_mode"] = _rounding(ctx)
+    attrs["count_include_pad"] = int(not ctx.attr_bool("exclude-pad", False))
+    return ctx.b.op("AveragePool", [ctx.inputs[0]], attrs)  # type: ignore[arg-type]

@@ -15,17 +15,19 @@ LSTM_OV_TO_ONNX = (1, 3, 0, 2)
 _ACTIVATIONS = {"sigmoid": "Sigmoid", "tanh": "Tanh", "relu": "Relu"}
 
 
-def reorder_gates(ctx: LayerContext, value: ir.Value, order: Sequence[int], arr: np.ndarray | None) -> ir.Value:
-    """Reorder gate blocks on axis 0 (constants at conversion time, else Split + Concat)."""
+def reorder_gates(ctx: LayerContext, value: ir.Value, order: Sequence[int], arr: np.ndarray | None,
+                  axis: int = 0) -> ir.Value:
+    """Reorder gate blocks on `axis` (constants at conversion time, else Split + Concat)."""
     if list(order) == sorted(order):
         return value
     if arr is not None:
-        blocks = np.split(np.asarray(arr), len(order), axis=0)
-        return ctx.b.const(np.concatenate([blocks[i] for i in order], axis=0))
-    parts = ctx.b.op_multi("Split", [value], {"num_outputs": len(order)} if ctx.opset >= 18 else {"axis": 0},
-                           outputs=len(order)) if ctx.opset >= 18 else ctx.b.op_multi("Split", [value], {"axis": 0},
-                                                                                      outputs=len(order))
-    return ctx.b.concat([parts[i] for i in order], 0)
+        blocks = np.split(np.asarray(arr), len(order), axis=axis)
+        return ctx.b.const(np.concatenate([blocks[i] for i in order], axis=axis))
+    attrs: dict[str, int] = {"axis": axis}
+    if ctx.opset >= 18:
+        attrs["num_outputs"] = len(order)
+    parts = ctx.b.op_multi("Split", [value], attrs, outputs=len(order))
+    return ctx.b.concat([parts[i] for i in order], axis)
 
 
 def _activations(ctx: LayerContext, defaults: list[str]) -> dict[str, object]:
@@ -45,10 +47,25 @@ def _activations(ctx: LayerContext, defaults: list[str]) -> dict[str, object]:
     return attrs
 
 
-def _onnx_bias(ctx: LayerContext, b: ir.Value, wb_rb: tuple[ir.Value, ir.Value] | None = None) -> ir.Value:
-    """ONNX B = [Wb, Rb] with a leading num_directions axis; OpenVINO's single bias goes into Wb."""
-    wb, rb = wb_rb if wb_rb is not None else (b, ctx.b.op("Mul", [b, ctx.b.const(0, ctx.input_type(0).numpy)]))
-    return ctx.b.unsqueeze(ctx.b.concat([wb, rb], 0), [0])
+def _wb_rb(ctx: LayerContext, b: ir.Value, axis: int) -> ir.Value:
+    """ONNX B = [Wb, Rb] on `axis`: OpenVINO's single (summed) bias goes into Wb, zeros into Rb."""
+    return ctx.b.concat([b, ctx.b.op("Mul", [b, ctx.b.const(0, ctx.input_type(0).numpy)])], axis)
+
+
+def _onnx_bias(ctx: LayerContext, b: ir.Value) -> ir.Value:
+    return ctx.b.unsqueeze(_wb_rb(ctx, b, 0), [0])
+
+
+def _gru_bias(ctx: LayerContext, bias: ir.Value, lbr: bool, axis: int) -> ir.Value:
+    """linear_before_reset: OpenVINO B = [bz, br, Wbh, Rbh] -> ONNX [bz, br, Wbh | 0, 0, Rbh]."""
+    if not lbr:
+        return _wb_rb(ctx, bias, axis)
+    attrs: dict[str, int] = {"axis": axis}
+    if ctx.opset >= 18:
+        attrs["num_outputs"] = 4
+    parts = ctx.b.op_multi("Split", [bias], attrs, outputs=4)
+    zero = ctx.b.op("Mul", [parts[0], ctx.b.const(0, ctx.input_type(0).numpy)])
+    return ctx.b.concat([*parts[:3], zero, zero, parts[3]], axis)
 
 
 def _step(ctx: LayerContext, op: str, x: ir.Value, w: ir.Value, r: ir.Value, bias: ir.Value, h: ir.Value,
@@ -105,13 +122,7 @@ def gru_cell(ctx: LayerContext) -> list[ir.Value]:
     lbr = ctx.attr_bool("linear_before_reset", False)
     bias = ctx.inputs[4] if len(ctx.inputs) > 4 else ctx.b.const(np.zeros((4 if lbr else 3) * hidden,
                                                                           ctx.input_type(0).numpy))
-    if lbr:
-        parts = ctx.b.op_multi("Split", [bias], {"axis": 0, "num_outputs": 4} if ctx.opset >= 18 else {"axis": 0},
-                               outputs=4)
-        zero = ctx.b.op("Mul", [parts[0], ctx.b.const(0, ctx.input_type(0).numpy)])
-        onnx_b = _onnx_bias(ctx, bias, (ctx.b.concat(parts[:3], 0), ctx.b.concat([zero, zero, parts[3]], 0)))
-    else:
-        onnx_b = _onnx_bias(ctx, bias)
+    onnx_b = ctx.b.unsqueeze(_gru_bias(ctx, bias, lbr, 0), [0])
     attrs = _activations(ctx, ["sigmoid", "tanh"])
     attrs["linear_before_reset"] = int(lbr)
     return _step(ctx, "GRU", x, w, r, onnx_b, h, None, hidden, attrs)
@@ -123,3 +134,58 @@ def rnn_cell(ctx: LayerContext) -> list[ir.Value]:
     x, h, w, r = ctx.inputs[:4]
     bias = ctx.inputs[4] if len(ctx.inputs) > 4 else ctx.b.const(np.zeros(hidden, ctx.input_type(0).numpy))
     return _step(ctx, "RNN", x, w, r, _onnx_bias(ctx, bias), h, None, hidden, _activations(ctx, ["tanh"]))
+
+
+_DIRECTIONS = {"forward": "forward", "reverse": "reverse", "bidirectional": "bidirectional"}
+
+
+def _sequence(ctx: LayerContext, op: str, gates: int, order: Sequence[int], has_c: bool,
+              attrs: dict[str, object], gru_lbr: bool | None = None) -> list[ir.Value]:
+    """*Sequence-5: batch-major X [B, T, I], H0 [B, D, H], W [D, G*H, I]; ONNX (layout 0) is time-major, so
+    inputs and outputs are transposed around the op: Y [T, D, B, H] -> [B, D, T, H], Y_h [D, B, H] -> [B, D, H]."""
+    b = ctx.b
+    hidden = ctx.attr_int("hidden_size")
+    direction = ctx.attr_str("direction", "forward").lower()
+    if direction not in _DIRECTIONS:
+        raise ctx.error(f"direction '{direction}' is not supported")
+    x, h0 = ctx.inputs[0], ctx.inputs[1]
+    c0 = ctx.inputs[2] if has_c else None
+    k = 3 if has_c else 2  # index of seq_lengths
+    seq_len, w, r, bias = ctx.inputs[k], ctx.inputs[k + 1], ctx.inputs[k + 2], ctx.inputs[k + 3]
+    w = reorder_gates(ctx, w, order, ctx.const(k + 1), axis=1)
+    r = reorder_gates(ctx, r, order, ctx.const(k + 2), axis=1)
+    bias = reorder_gates(ctx, bias, order, ctx.const(k + 3), axis=1)
+    onnx_b = _gru_bias(ctx, bias, bool(gru_lbr), 1) if gru_lbr is not None else _wb_rb(ctx, bias, 1)
+    perm = {"perm": [1, 0, 2]}
+    ins = [b.op("Transpose", [x], perm), w, r, onnx_b, b.cast(seq_len, ir.DataType.INT32),
+           b.op("Transpose", [h0], perm)]
+    if c0 is not None:
+        ins.append(b.op("Transpose", [c0], perm))
+    all_attrs = {"hidden_size": hidden, "direction": _DIRECTIONS[direction], **attrs}
+    outs = b.op_multi(op, ins, all_attrs, outputs=3 if has_c else 2)  # type: ignore[arg-type]
+    y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})
+    return [y] + [b.op("Transpose", [o], perm) for o in outs[1:]]
+
+
+@converter("LSTMSequence", "opset1", "opset5")
+def lstm_sequence(ctx: LayerContext) -> list[ir.Value]:
+    if len(ctx.inputs) > 7:
+        p = ctx.const(7)
+        if p is None or np.any(p != 0):
+            raise ctx.error("LSTMSequence peepholes (input P) are not supported")
+    if ctx.attr_str("weights_format", "fico").lower() != "fico":
+        raise ctx.error("LSTMSequence weights_format other than fico is not supported")
+    return _sequence(ctx, "LSTM", 4, LSTM_OV_TO_ONNX, True, _activations(ctx, ["sigmoid", "tanh", "tanh"]))
+
+
+@converter("GRUSequence", "opset5")
+def gru_sequence(ctx: LayerContext) -> list[ir.Value]:
+    lbr = ctx.attr_bool("linear_before_reset", False)
+    attrs = _activations(ctx, ["sigmoid", "tanh"])
+    attrs["linear_before_reset"] = int(lbr)
+    return _sequence(ctx, "GRU", 3, (0, 1, 2), False, attrs, gru_lbr=lbr)
+
+
+@converter("RNNSequence", "opset5")
+def rnn_sequence(ctx: LayerContext) -> list[ir.Value]:
+    return _sequence(ctx, "RNN", 1, (0,), False, _activations(ctx, ["tanh"]))

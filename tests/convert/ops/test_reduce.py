@@ -1,0 +1,34 @@
+"""Reductions (reduce.py): keep_dims, negative axes, run-time axes (opset 18 for all but ReduceSum)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino.opset13 as ops
+import pytest
+
+from tests.convert.ops.cases import Case, params, run_case
+
+F, I64 = np.float32, np.int64
+REDUCERS = {"sum": ops.reduce_sum, "mean": ops.reduce_mean, "max": ops.reduce_max, "min": ops.reduce_min,
+            "prod": ops.reduce_prod}
+
+CASES = [
+    Case(f"{name}-{axes}-keep{keep}", lambda a, fn=fn, axes=axes, keep=keep: fn(a, axes, keep), [((2, 3, 4), F)],
+         opset=opset)
+    for name, fn in REDUCERS.items()
+    for axes, keep in (([1], False), ([0, 2], True), ([-1], False))
+    for opset in (17, 18)
+]
+CASES += [
+    Case("sum-runtime-axes", lambda a, ax: ops.reduce_sum(a, ax, False), [((2, 3, 4), F), ((1,), I64)],
+         values=[np.ones((2, 3, 4), F), np.array([1], I64)]),
+    Case("mean-runtime-axes-18", lambda a, ax: ops.reduce_mean(a, ax, True), [((2, 3, 4), F), ((2,), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([0, -1], I64)], opset=18),
+]
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_reduce(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)

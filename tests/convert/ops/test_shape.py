@@ -1,0 +1,85 @@
+"""Shape and type ops (shape.py, gather.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino.opset1 as ops1
+import openvino.opset3 as ops3
+import openvino.opset7 as ops7
+import openvino.opset13 as ops
+import pytest
+
+from tests.convert.ops.cases import Case, const, params, run_case
+
+F, F16, I32, I64, B = np.float32, np.float16, np.int32, np.int64, np.bool_
+X234 = ((2, 3, 4), F)
+
+
+def ss(begin, end, strides, **masks):  # type: ignore[no-untyped-def]
+    n = len(begin)
+    m = {k: masks.get(k, [0] * n) for k in ("bm", "em", "nm", "sm", "el")}
+    return lambda a: ops.strided_slice(a, const(begin, I64), const(end, I64), const(strides, I64),
+                                       m["bm"], m["em"], m["nm"], m["sm"], m["el"])
+
+
+CASES = [
+    Case("convert-f32-i32", lambda a: ops.convert(a, np.int32), [((2, 3), F)],
+         values=[np.array([[2.7, -2.7, -0.5], [0.4, 100.9, -7.2]], F)]),
+    Case("convert-i64-f16", lambda a: ops.convert(a, np.float16), [((5,), I64)]),
+    Case("convert-f32-bool", lambda a: ops.convert(a, np.bool_), [((5,), F)],
+         values=[np.array([0.0, 1.5, -2.0, 0.0, 3.0], F)]),
+    Case("convert-like", lambda a, b: ops.convert_like(a, b), [((2, 3), F), ((1,), I32)]),
+    Case("reshape-special-zero", lambda a: ops.reshape(a, const([0, -1], I64), True), [X234]),
+    Case("reshape-plain", lambda a: ops.reshape(a, const([4, 6], I64), False), [X234]),
+    Case("reshape-runtime", lambda a, s: ops.reshape(a, s, False), [X234, ((2,), I64)],
+         values=[np.ones((2, 3, 4), F), np.array([6, 4], I64)]),
+    Case("squeeze-axes", lambda a: ops.squeeze(a, const([0, -1], I64)), [((1, 3, 1), F)]),
+    Case("squeeze-all", lambda a: ops1.squeeze(a, const([], I64)), [((1, 3, 1), F)]),
+    Case("unsqueeze", lambda a: ops.unsqueeze(a, const([0, 3], I64)), [((2, 3), F)]),
+    Case("concat-negative-axis", lambda a, b: ops.concat([a, b], -1), [((2, 3), F), ((2, 2), F)]),
+    Case("split", lambda a: ops.split(a, const(1, I64), 3), [((2, 6), F)]),
+    Case("split-opset18", lambda a: ops.split(a, const(-1, I64), 2), [((2, 6), F)], opset=18),
+    Case("variadic-split", lambda a: ops.variadic_split(a, const(1, I64), const([1, -1, 2], I64)), [((2, 6), F)]),
+    Case("transpose", lambda a: ops.transpose(a, const([2, 0, 1], I64)), [X234]),
+    Case("transpose-empty-perm", lambda a: ops.transpose(a, const([], I64)), [X234]),
+    Case("shape-of-1", lambda a: ops1.shape_of(a), [X234]),
+    Case("shape-of-3-i32", lambda a: ops3.shape_of(a, "i32"), [X234]),
+    Case("broadcast-numpy", lambda a: ops.broadcast(a, const([2, 3, 4], I64)), [((3, 1), F)]),
+    Case("broadcast-bidirectional", lambda a: ops.broadcast(a, const([2, 1, 4], I64), broadcast_spec="BIDIRECTIONAL"),
+         [((3, 1), F)]),
+    Case("broadcast-explicit", lambda a: ops.broadcast(a, const([2, 3, 4], I64), const([1], I64), "EXPLICIT"),
+         [((3,), F)]),
+    Case("tile", lambda a: ops.tile(a, const([2, 1, 3], I64)), [X234]),
+    Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
+    Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
+    Case("range-4-f32", lambda a: ops.range(const(1.0), const(4.0), const(0.5), "f32"), [((1,), F)]),
+    Case("range-4-i64", lambda a: ops.range(const(0, I64), const(7, I64), const(2, I64), "i64"), [((1,), F)]),
+    Case("ss-basic", ss([0, 1, 0], [2, 3, 4], [1, 1, 2]), [X234]),
+    Case("ss-negative-stride", ss([1, -1, -1], [0, 0, 0], [1, -1, -2], bm=[1, 0, 0], em=[1, 1, 1]), [X234]),
+    Case("ss-begin-mask", ss([1, 1], [2, 2], [1, 1], bm=[1, 0]), [X234]),
+    Case("ss-shrink", ss([1, 0, 2], [2, 3, 3], [1, 1, 1], sm=[1, 0, 1]), [X234]),
+    Case("ss-shrink-last", ss([-1], [0], [1], sm=[1]), [X234]),
+    Case("ss-new-axis", ss([0, 0, 1], [0, 2, 3], [1, 1, 1], nm=[1, 0, 0]), [X234]),
+    Case("ss-ellipsis", ss([0, 1], [0, 3], [1, 1], el=[1, 0]), [X234]),
+    Case("ss-runtime-begin", lambda a, b: ops.strided_slice(a, b, const([2, 3], I64), const([1, 1], I64), [0, 0], [0, 0]),
+         [X234, ((2,), I64)], values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([1, 1], I64)]),
+    Case("slice-8", lambda a: ops.slice(a, const([1, 0], I64), const([3, -1], I64), const([1, 2], I64),
+                                        const([1, 2], I64)), [X234]),
+    Case("slice-8-no-axes", lambda a: ops.slice(a, const([0, 2], I64), const([2, 0], I64), const([1, -1], I64)),
+         [X234]),
+    Case("gather-1", lambda a, i: ops1.gather(a, i, const(1, I64)), [X234, ((2,), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([2, 0], I64)]),
+    Case("gather-8-negative", lambda a, i: ops.gather(a, i, const(-1, I64)), [X234, ((2, 2), I32)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[-1, 0], [2, -3]], I32)]),
+    Case("gather-7-batch-dims", lambda a, i: ops7.gather(a, i, const(1, I64), 1), [X234, ((2, 2), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[2, 0], [1, 1]], I64)]),
+    Case("gather-8-batch-dims-axis2", lambda a, i: ops.gather(a, i, const(2, I64), 1), [X234, ((2, 3), I32)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[3, 0, -1], [1, -2, 2]], I32)]),
+]
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_shape_ops(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
