@@ -101,5 +101,16 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
     attrs = _window_attrs(ctx, spatial, with_dilations=False)
     attrs["kernel_shape"] = ctx.attr_ints("kernel")
     attrs["ceil_mode"] = _rounding(ctx)
-    attrs["count_include_pad"] = int(not ctx.attr_bool("exclude-pad", False))
-    return ctx.b.op("AveragePool", [ctx.inputs[0]], attrs)  # type: ignore[arg-type]
+    x = ctx.inputs[0]
+    include_pad = not ctx.attr_bool("exclude-pad", False)
+    if include_pad and attrs["ceil_mode"] and "pads" in attrs:
+        # OpenVINO divides every window by the kernel size, also one that overhangs the padded input in ceil
+        # mode; ONNX leaves the overhang out. Zero-pad explicitly, stride-1 more at the end, and use floor mode.
+        pads = list(attrs["pads"])  # type: ignore[call-overload]
+        strides = list(attrs["strides"])  # type: ignore[call-overload]
+        ends = [e + s - 1 for e, s in zip(pads[spatial:], strides)]
+        x = ctx.b.op("Pad", [x, ctx.b.i64([0, 0] + pads[:spatial] + [0, 0] + ends)])
+        attrs["pads"] = [0] * (2 * spatial)
+        attrs["ceil_mode"] = 0
+    attrs["count_include_pad"] = int(include_pad)
+    return ctx.b.op("AveragePool", [x], attrs)  # type: ignore[arg-type]

@@ -1,0 +1,66 @@
+"""MatMul, convolutions and pooling (nn.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino.opset1 as ops1
+import openvino.opset8 as ops8
+import openvino.opset13 as ops
+import pytest
+
+from tests.convert.ops.cases import Case, params, run_case
+
+F = np.float32
+RNG = np.random.default_rng(7)
+
+
+def w(*shape: int):  # type: ignore[no-untyped-def]
+    return ops.constant(RNG.standard_normal(shape).astype(F))
+
+
+CASES = [
+    Case(f"matmul-{sa}x{sb}-{ta:d}{tb:d}", lambda a, b, ta=ta, tb=tb: ops.matmul(a, b, ta, tb), [(sa, F), (sb, F)])
+    for sa, sb, ta, tb in [
+        ((2, 3), (3, 4), False, False), ((3, 2), (3, 4), True, False), ((2, 3), (4, 3), False, True),
+        ((3, 2), (4, 3), True, True), ((3,), (3, 4), True, False), ((2, 3), (3,), False, True),
+        ((3,), (3,), False, False), ((5, 2, 3), (3, 4), False, False), ((5, 1, 2, 3), (4, 4, 3), False, True),
+    ]
+]
+CASES += [
+    Case("conv1d", lambda x: ops.convolution(x, w(4, 3, 3), [1], [0], [0], [1]), [((2, 3, 9), F)]),
+    Case("conv2d-stride-dilation-pads", lambda x: ops.convolution(x, w(4, 3, 3, 3), [2, 1], [1, 0], [0, 2], [1, 2]),
+         [((1, 3, 9, 8), F)]),
+    Case("conv2d-same-upper", lambda x: ops.convolution(x, w(2, 3, 3, 3), [2, 2], [0, 0], [0, 0], [1, 1],
+                                                        "same_upper"), [((1, 3, 7, 8), F)]),
+    Case("conv2d-same-lower", lambda x: ops.convolution(x, w(2, 3, 2, 2), [1, 1], [0, 0], [0, 0], [1, 1],
+                                                        "same_lower"), [((1, 3, 5, 5), F)]),
+    Case("conv2d-valid", lambda x: ops.convolution(x, w(2, 3, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1], "valid"),
+         [((1, 3, 5, 5), F)]),
+    Case("conv3d", lambda x: ops.convolution(x, w(2, 2, 2, 2, 2), [1, 1, 1], [1, 0, 0], [0, 1, 0], [1, 1, 1]),
+         [((1, 2, 4, 4, 4), F)]),
+    Case("group-conv", lambda x: ops.group_convolution(x, w(2, 3, 2, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1]),
+         [((1, 4, 6, 6), F)]),
+    Case("depthwise-conv", lambda x: ops.group_convolution(x, w(4, 1, 1, 3, 3), [2, 2], [1, 1], [0, 0], [1, 1]),
+         [((2, 4, 7, 7), F)]),
+    Case("group-conv-runtime-weights", lambda x, k: ops.group_convolution(x, k, [1, 1], [0, 0], [0, 0], [1, 1]),
+         [((1, 4, 5, 5), F), ((2, 2, 2, 2, 2), F)]),
+    Case("maxpool-1-floor", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [0, 0], [3, 3], "floor"), [((1, 2, 8, 8), F)]),
+    Case("maxpool-1-ceil-pads", lambda x: ops1.max_pool(x, [2, 2], [1, 0], [0, 1], [3, 3], "ceil"), [((1, 2, 8, 9), F)]),
+    Case("maxpool-8-indices", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "floor",
+                                                      index_element_type="i64"), [((2, 3, 6, 6), F)]),
+    Case("maxpool-8-dilated-i32", lambda x: ops8.max_pool(x, [1, 1], [2, 2], [0, 0], [0, 0], [2, 2], "floor",
+                                                          index_element_type="i32"), [((1, 2, 7, 7), F)]),
+    Case("avgpool-exclude-pad", lambda x: ops1.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], True, "floor"),
+         [((1, 2, 7, 7), F)]),
+    Case("avgpool-include-pad-ceil", lambda x: ops1.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], False, "ceil"),
+         [((1, 2, 8, 8), F)]),
+    Case("avgpool-same-upper", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 2], True, "floor",
+                                                       "same_upper"), [((1, 1, 5, 5), F)]),
+]
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_nn(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
