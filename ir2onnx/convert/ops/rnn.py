@@ -161,6 +161,8 @@ def _sequence(ctx: LayerContext, op: str, gates: int, order: Sequence[int], has_
            b.op("Transpose", [h0], perm)]
     if c0 is not None:
         ins.append(b.op("Transpose", [c0], perm))
+    if direction == "bidirectional":  # ONNX lists activations (and their alpha/beta) once per direction
+        attrs = {k: list(v) * 2 if k.startswith("activation") else v for k, v in attrs.items()}  # type: ignore[call-overload]
     all_attrs = {"hidden_size": hidden, "direction": _DIRECTIONS[direction], **attrs}
     outs = b.op_multi(op, ins, all_attrs, outputs=3 if has_c else 2)  # type: ignore[arg-type]
     y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})
