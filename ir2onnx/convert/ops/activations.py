@@ -39,3 +39,58 @@ def softmax(ctx: LayerContext) -> ir.Value:
 @converter("LogSoftmax", "opset5")
 def log_softmax(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_int("axis", 1)})
+
+
+for _ir_type, _onnx_op, _opset in (("HSwish", "HardSwish", "opset4"),
+                                   ("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
+    converter(_ir_type, _opset)(_unary(_onnx_op))
+
+
+@converter("Mish", "opset4")
+def mish(ctx: LayerContext) -> ir.Value:
+    """x * tanh(softplus(x)) (ONNX Mish needs opset 18)."""
+    x = ctx.inputs[0]
+    return ctx.b.op("Mul", [x, ctx.b.op("Tanh", [ctx.b.op("Softplus", [x])])])
+
+
+@converter("Elu", "opset1")
+def elu(ctx: LayerContext) -> ir.Value:
+    return ctx.b.op("Elu", [ctx.inputs[0]], {"alpha": ctx.attr_float("alpha")})
+
+
+@converter("HSigmoid", "opset5")
+def hsigmoid(ctx: LayerContext) -> ir.Value:
+    """OpenVINO: min(max(x + 3, 0), 6) / 6, i.e. ONNX HardSigmoid with alpha 1/6, beta 0.5."""
+    return ctx.b.op("HardSigmoid", [ctx.inputs[0]], {"alpha": 1.0 / 6.0, "beta": 0.5})
+
+
+@converter("Swish", "opset4")
+def swish(ctx: LayerContext) -> ir.Value:
+    """x * sigmoid(beta * x), beta = 1 when the input is absent."""
+    x = ctx.inputs[0]
+    z = ctx.b.op("Mul", [x, ctx.inputs[1]]) if len(ctx.inputs) > 1 else x
+    return ctx.b.op("Mul", [x, ctx.b.op("Sigmoid", [z])])
+
+
+@converter("Gelu", "opset2", "opset7")
+def gelu(ctx: LayerContext) -> ir.Value:
+    """erf form 0.5 x (1 + erf(x / sqrt 2)); tanh form with the cubic term (opset7 approximation_mode=tanh)."""
+    b, x = ctx.b, ctx.inputs[0]
+    dt = ctx.input_type(0).numpy
+    if ctx.attr_str("approximation_mode", "erf").lower() == "tanh":
+        inner = b.op("Mul", [b.const(np.sqrt(2 / np.pi), dt),
+                             b.op("Add", [x, b.op("Mul", [b.const(0.044715, dt), b.op("Mul", [x, b.op("Mul", [x, x])])])])])
+        t = b.op("Tanh", [inner])
+    else:
+        t = b.op("Erf", [b.op("Div", [x, b.const(np.sqrt(2.0), dt)])])
+    return b.op("Mul", [b.op("Mul", [x, b.const(0.5, dt)]), b.op("Add", [t, b.const(1.0, dt)])])
+
+
+@converter("PRelu", "opset1")
+def prelu(ctx: LayerContext) -> ir.Value:
+    """A 1-D slope whose length matches the channel axis (1) is broadcast along it, as OpenVINO does."""
+    x, slope = ctx.inputs[0], ctx.inputs[1]
+    rank, srank = ctx.input_rank(0), ctx.input_rank(1)
+    if srank == 1 and rank > 2:
+        slope = ctx.b.unsqueeze(slope, list(range(1, rank - 1)))
+    return ctx.b.op("PRelu", [x, slope])
