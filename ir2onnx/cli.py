@@ -17,7 +17,7 @@ EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Convert OpenVINO IR (TensorIterator and Loop included) to ONNX.")
-out = Console()
+out = Console(soft_wrap=True)
 err = Console(stderr=True)
 
 
@@ -87,8 +87,10 @@ def _print_report(report) -> None:  # type: ignore[no-untyped-def]
     table = Table(title=title)
     for col in ("output", "shape", "dtype", "max abs err", "max rel err", "result"):
         table.add_column(col)
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3g}"
+
     for o in report.outputs:
-        fmt = (lambda v: "-" if v is None else f"{v:.3g}")
         verdict = ("PASS" if o.passed else f"FAIL ({o.message})") if report.reference else "ran"
         shape = str(list(o.onnx_shape)) + ("" if o.reference_shape in (None, o.onnx_shape)
                                            else f" vs {list(o.reference_shape)}")

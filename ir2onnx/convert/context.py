@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +31,19 @@ def set_value_type(v: ir.Value, et: ElementType | None) -> None:
         v.meta[_TYPE_META] = et
 
 
+def _items(raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _parse_bool(raw: str) -> bool:
+    low = raw.lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise ValueError(raw)
+
+
 class LayerContext:
     """Per-layer view handed to a converter. Converters emit nodes only through `self.b`."""
 
@@ -54,78 +67,37 @@ class LayerContext:
     def has_attr(self, name: str) -> bool:
         return name in self.layer.data
 
-    def attr_str(self, name: str, default: Any = _NO_DEFAULT) -> str:
+    def _attr(self, name: str, default: Any, parse: Callable[[str], Any], what: str) -> Any:
         raw = self.layer.data.get(name)
         if raw is None:
             if default is _NO_DEFAULT:
                 raise self.error(f"missing attribute '{name}'")
-            return default  # type: ignore[no-any-return]
-        return raw.strip()
+            return default
+        try:
+            return parse(raw.strip())
+        except ValueError:
+            raise self.error(f"attribute {name}=\"{raw}\" is not {what}") from None
+
+    def attr_str(self, name: str, default: Any = _NO_DEFAULT) -> str:
+        return self._attr(name, default, str, "a string")  # type: ignore[no-any-return]
 
     def attr_int(self, name: str, default: Any = _NO_DEFAULT) -> int:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return default  # type: ignore[no-any-return]
-        try:
-            return int(raw)
-        except ValueError:
-            raise self.error(f"attribute {name}=\"{raw}\" is not an integer") from None
+        return self._attr(name, default, int, "an integer")  # type: ignore[no-any-return]
 
     def attr_float(self, name: str, default: Any = _NO_DEFAULT) -> float:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return default  # type: ignore[no-any-return]
-        try:
-            return float(raw)
-        except ValueError:
-            raise self.error(f"attribute {name}=\"{raw}\" is not a number") from None
+        return self._attr(name, default, float, "a number")  # type: ignore[no-any-return]
 
     def attr_bool(self, name: str, default: Any = _NO_DEFAULT) -> bool:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return bool(default)
-        low = raw.lower()
-        if low in ("true", "1", "yes"):
-            return True
-        if low in ("false", "0", "no"):
-            return False
-        raise self.error(f"attribute {name}=\"{raw}\" is not a boolean")
+        return bool(self._attr(name, default, _parse_bool, "a boolean"))
 
     def attr_ints(self, name: str, default: Any = _NO_DEFAULT) -> list[int]:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return list(default)
-        try:
-            return [int(p) for p in raw.replace(" ", "").split(",") if p != ""]
-        except ValueError:
-            raise self.error(f"attribute {name}=\"{raw}\" is not a list of integers") from None
+        return list(self._attr(name, default, lambda r: [int(p) for p in _items(r)], "a list of integers"))
 
     def attr_floats(self, name: str, default: Any = _NO_DEFAULT) -> list[float]:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return list(default)
-        try:
-            return [float(p) for p in raw.replace(" ", "").split(",") if p != ""]
-        except ValueError:
-            raise self.error(f"attribute {name}=\"{raw}\" is not a list of numbers") from None
+        return list(self._attr(name, default, lambda r: [float(p) for p in _items(r)], "a list of numbers"))
 
     def attr_strs(self, name: str, default: Any = _NO_DEFAULT) -> list[str]:
-        raw = self.attr_str(name, None)
-        if raw is None:
-            if default is _NO_DEFAULT:
-                raise self.error(f"missing attribute '{name}'")
-            return list(default)
-        return [p.strip() for p in raw.split(",") if p.strip()]
+        return list(self._attr(name, default, _items, "a list"))
 
     def attr_type(self, name: str) -> ElementType:
         raw = self.attr_str(name)

@@ -13,7 +13,8 @@ from ir2onnx.convert.graph import Translator, check_supported, declare_type
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
-from ir2onnx.ir.xml_reader import parse_shape
+from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 DEFAULT_OPSET = 17
 MIN_OPSET = 17
@@ -36,12 +37,6 @@ def output_name(graph: Graph, r: Layer) -> str:
     if names:
         return min(names)
     return f"{src.layer.name}.{src.output}"
-
-
-def parameter_shape(p: Layer) -> tuple[int | None, ...] | None:
-    if "shape" in p.data:
-        return parse_shape(p.data["shape"])
-    return p.outputs[0].dims if p.outputs else None
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
@@ -101,13 +96,8 @@ def _drop_unused_initializers(graph: ir.Graph) -> None:
             del graph.initializers[name]
 
 
-def _parameter_type(p: Layer):  # type: ignore[no-untyped-def]
-    from ir2onnx.ir.element_types import parse_element_type
-
-    raw = p.data.get("element_type")
-    et = parse_element_type(raw) if raw else None
-    if et is None and p.outputs:
-        et = p.outputs[0].element_type
+def _parameter_type(p: Layer) -> ElementType:
+    et = parameter_type(p)
     if et is None:
         raise ConversionError(f"{p.where()}: the Parameter has no element type")
     return et

@@ -8,7 +8,7 @@ import re
 from lxml import etree
 
 from ir2onnx.errors import IRReadError
-from ir2onnx.ir.element_types import parse_element_type
+from ir2onnx.ir.element_types import ElementType, parse_element_type
 from ir2onnx.ir.model import BackEdge, Body, ConstData, Edge, Graph, IRModel, Layer, Port, PortMapEntry, Shape
 
 MAX_XML_BYTES = 1 << 30  # 1 GiB of XML is far beyond any real network description
@@ -217,3 +217,17 @@ def _graph(el: etree._Element, scope: str, what: str) -> Graph:
             raise IRReadError(f"{ew} needs from-layer and to-layer")
         edges.append(Edge(fl.strip(), _int(c, "from-port", ew), tl.strip(), _int(c, "to-port", ew), c.sourceline or 0))
     return Graph(layers, tuple(edges))
+
+
+def parameter_shape(p: Layer) -> Shape:
+    """A Parameter's shape: its `shape` attribute (authoritative), else its output port dims."""
+    if "shape" in p.data:
+        return parse_shape(p.data["shape"])
+    return p.outputs[0].dims if p.outputs else None
+
+
+def parameter_type(p: Layer) -> ElementType | None:
+    """A Parameter's element type: `element_type`, else its output port precision."""
+    raw = p.data.get("element_type")
+    et = parse_element_type(raw) if raw else None
+    return et or (p.outputs[0].element_type if p.outputs else None)

@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type, value_type
 from ir2onnx.convert.graph import body_output, declare_type
 from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_to, reverse_axis
 from ir2onnx.convert.ops.control_flow.port_map import PortMapPlan, analyse, param_rank, param_type, result_rank
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ELEMENT_TYPES
+from ir2onnx.ir.model import PortMapEntry
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -59,8 +60,7 @@ def _initial_condition(ctx: LayerContext) -> ir.Value:
     return _scalar(ctx, 1, ir.DataType.BOOL)
 
 
-def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond: ir.Value,
-              tensor_iterator_outputs: bool = False) -> list[ir.Value]:
+def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond: ir.Value) -> list[ir.Value]:
     """Emit an ONNX Loop for `plan`; returns the layer's outputs in port order."""
     b = ctx.b
     cb = b.child()
@@ -152,7 +152,8 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
     return [v for v in result if v is not None]
 
 
-def _slice_per_iteration(ctx: LayerContext, cb, it: ir.Value, outer: ir.Value, e) -> ir.Value:  # type: ignore[no-untyped-def]
+def _slice_per_iteration(ctx: LayerContext, cb: GraphBuilder, it: ir.Value, outer: ir.Value,
+                         e: PortMapEntry) -> ir.Value:
     """Chunk `it` of the outer tensor: from the start of the axis, or from its end when stride < 0."""
     if abs(e.stride) != e.part_size:
         raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "

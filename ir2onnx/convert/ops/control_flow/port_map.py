@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.ir.element_types import ElementType, parse_element_type
+from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Body, Layer, PortMapEntry
+from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,10 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
 
 
 def param_type(param: Layer) -> ElementType | None:
-    raw = param.data.get("element_type")
-    et = parse_element_type(raw) if raw else None
-    return et or (param.outputs[0].element_type if param.outputs else None)
+    return parameter_type(param)
 
 
 def param_rank(param: Layer) -> int | None:
-    from ir2onnx.convert.model import parameter_shape
-
     shape = parameter_shape(param)
     return None if shape is None else len(shape)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type, value_type
 from ir2onnx.convert.graph import body_output, declare_type
 from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, split_axis
@@ -23,6 +24,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     result_rank,
 )
 from ir2onnx.convert.registry import converter
+from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import PortMapEntry
 
 
@@ -168,12 +170,10 @@ def _as_loop(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
     coef, const = iteration_span(o.entry)
     count = max(coef * size + const, 0) // abs(o.entry.stride)
     b = ctx.b
-    return emit_loop(ctx, plan, b.i64(count), b.const(True), tensor_iterator_outputs=True)
+    return emit_loop(ctx, plan, b.i64(count), b.const(True))
 
 
-def _dtype(ctx: LayerContext, et):  # type: ignore[no-untyped-def]
-    from ir2onnx.convert.builder import onnx_dtype
-
+def _dtype(ctx: LayerContext, et: ElementType | None) -> ir.DataType:
     if et is None:
         raise ctx.error("a body Parameter has no element type")
     return onnx_dtype(et)
