@@ -86,6 +86,7 @@ class Layer:
     line: int
     scope: str = ""
     body: Body | None = None
+    branches: tuple[Body, ...] = ()  # If: (then, else)
     const: ConstData | None = None
 
     def where(self) -> str:
@@ -103,6 +104,11 @@ class Layer:
             if p.id == port_id:
                 return i
         return None
+
+    @property
+    def bodies(self) -> tuple[Body, ...]:
+        """Every nested graph: the TensorIterator/Loop body, or the If branches."""
+        return ((self.body,) if self.body is not None else ()) + self.branches
 
     @property
     def type_key(self) -> str:
@@ -192,8 +198,8 @@ class Graph:
         out: list[Layer] = []
         for layer in self.layers:
             out.append(layer)
-            if layer.body is not None:
-                out.extend(layer.body.graph.walk())
+            for body in layer.bodies:
+                out.extend(body.graph.walk())
         return out
 
 

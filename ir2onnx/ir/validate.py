@@ -64,8 +64,11 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
             problems.append(f"{layer.where()}: Const has no output port")
         if layer.type_key in _LOOP_TYPES:
             _check_body(layer, bin_size, problems)
-        elif layer.body is not None:
-            _check_graph(layer.body.graph, bin_size, problems)
+        elif layer.type_key == "if":
+            _check_branches(layer, bin_size, problems)
+        else:
+            for body in layer.bodies:
+                _check_graph(body.graph, bin_size, problems)
     _check_acyclic(g, problems)
 
 
@@ -138,3 +141,33 @@ def _check_body(layer: Layer, bin_size: int | None, problems: list[str]) -> None
             problems.append(f"{where}: Loop needs exactly one port_map output with purpose=\"execution_condition\"")
         if len(layer.inputs) < 2:
             problems.append(f"{where}: Loop needs trip count and execution condition inputs (ports 0 and 1)")
+
+
+def _check_branches(layer: Layer, bin_size: int | None, problems: list[str]) -> None:
+    where = layer.where()
+    if len(layer.branches) != 2:
+        problems.append(f"{where}: If needs <then_body> and <else_body>")
+        return
+    for name, body in zip(("then", "else"), layer.branches):
+        before = len(problems)
+        _check_graph(body.graph, bin_size, problems)
+        if len(problems) > before:
+            continue
+        by_id = body.graph.by_id
+        for e in body.inputs:
+            target = by_id.get(e.internal_layer_id)
+            if target is None or target.type_key != "parameter":
+                problems.append(f"{where}: {name}_port_map input (line {e.line}) internal_layer_id "
+                                f"{e.internal_layer_id} is not a {name} body Parameter")
+            elif not 0 < e.external_port_id < len(layer.inputs):
+                problems.append(f"{where}: {name}_port_map input (line {e.line}) external_port_id "
+                                f"{e.external_port_id} is not one of the data inputs")
+        for e in body.outputs:
+            target = by_id.get(e.internal_layer_id)
+            if target is None or target.type_key != "result":
+                problems.append(f"{where}: {name}_port_map output (line {e.line}) internal_layer_id "
+                                f"{e.internal_layer_id} is not a {name} body Result")
+        mapped = {e.internal_layer_id for e in body.inputs}
+        for p in body.graph.parameters:
+            if p.id not in mapped:
+                problems.append(f"{where}: {name} body {p.where()} gets no value (no port_map input)")

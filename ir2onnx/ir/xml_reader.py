@@ -152,27 +152,37 @@ def _layer(el: etree._Element, scope: str) -> Layer:
     )
     if layer.type_key in ("const", "constant"):
         object.__setattr__(layer, "const", _const_data(layer, what))
+    inner_scope = f"{scope}{layer.type} {layer.id} '{layer.name}' > "
     body_el = _child(el, "body")
     if body_el is not None:
-        inner_scope = f"{scope}{layer.type} {layer.id} '{layer.name}' > "
-        pm = _child(el, "port_map")
-        be = _child(el, "back_edges")
-        body = Body(
-            graph=_graph(body_el, inner_scope, what),
-            inputs=tuple(_port_map_entry(c, what) for c in (pm if pm is not None else ()) if c.tag == "input"),
-            outputs=tuple(_port_map_entry(c, what) for c in (pm if pm is not None else ()) if c.tag == "output"),
-            back_edges=tuple(
-                BackEdge(
-                    str(c.get("from-layer", c.get("from-operation", ""))).strip(),
-                    str(c.get("to-layer", c.get("to-operation", ""))).strip(),
-                    c.sourceline or 0,
-                )
-                for c in (be if be is not None else ())
-                if c.tag == "edge"
-            ),
-        )
-        object.__setattr__(layer, "body", body)
+        object.__setattr__(layer, "body", _body(el, body_el, "port_map", inner_scope, what))
+    then_el, else_el = _child(el, "then_body"), _child(el, "else_body")
+    if then_el is not None and else_el is not None:
+        branches = (_body(el, then_el, "then_port_map", f"{inner_scope}then > ", what),
+                    _body(el, else_el, "else_port_map", f"{inner_scope}else > ", what))
+        object.__setattr__(layer, "branches", branches)
     return layer
+
+
+def _body(el: etree._Element, body_el: etree._Element, port_map: str, scope: str, what: str) -> Body:
+    """A nested graph with its port map (`port_map`, or `then_port_map`/`else_port_map` for If) and back edges."""
+    pm = _child(el, port_map)
+    be = _child(el, "back_edges")
+    entries = list(pm) if pm is not None else []
+    return Body(
+        graph=_graph(body_el, scope, what),
+        inputs=tuple(_port_map_entry(c, what) for c in entries if c.tag == "input"),
+        outputs=tuple(_port_map_entry(c, what) for c in entries if c.tag == "output"),
+        back_edges=tuple(
+            BackEdge(
+                str(c.get("from-layer", c.get("from-operation", ""))).strip(),
+                str(c.get("to-layer", c.get("to-operation", ""))).strip(),
+                c.sourceline or 0,
+            )
+            for c in (be if be is not None else ())
+            if c.tag == "edge"
+        ),
+    )
 
 
 def _const_data(layer: Layer, what: str) -> ConstData:

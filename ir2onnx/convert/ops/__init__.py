@@ -9,4 +9,4 @@ from ir2onnx.convert.ops import (  # noqa: F401
     rnn,
     shape,
 )
-from ir2onnx.convert.ops.control_flow import loop, tensor_iterator  # noqa: F401
+from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401

@@ -90,3 +90,19 @@ for _ir_type, _onnx_op in (
     ("Ceiling", "Ceil"), ("Sign", "Sign"), ("Erf", "Erf"), ("Sin", "Sin"), ("Cos", "Cos"),
 ):
     converter(_ir_type, "opset1")(_unary(_onnx_op))
+
+
+@converter("FloorMod", "opset1")
+def floor_mod(ctx: LayerContext) -> ir.Value:
+    """Result has the divisor's sign (ONNX Mod with fmod=0; floats need fmod=1 in ONNX, so emulate)."""
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    if ctx.input_type(0).numpy.kind in "iu":
+        return ctx.b.op("Mod", [a, b])
+    return ctx.b.op("Sub", [a, ctx.b.op("Mul", [ctx.b.op("Floor", [ctx.b.op("Div", [a, b])]), b])])
+
+
+@converter("Mod", "opset1")
+def mod(ctx: LayerContext) -> ir.Value:
+    """Result has the dividend's sign: ONNX Mod with fmod=1."""
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    return ctx.b.op("Mod", [a, b], {"fmod": 1})
