@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset3 as ops3
 import openvino.opset7 as ops7
@@ -30,6 +31,10 @@ CASES = [
     Case("convert-i64-f16", lambda a: ops.convert(a, np.float16), [((5,), I64)]),
     Case("convert-f32-bool", lambda a: ops.convert(a, np.bool_), [((5,), F)],
          values=[np.array([0.0, 1.5, -2.0, 0.0, 3.0], F)]),
+    Case("convert-low-precision-consts", lambda a: ops.add(ops.add(a, ops.convert(
+        ov.op.Constant(ov.Type.bf16, ov.Shape([3]), [1.0, 2.5, -3.0]), np.float32)), ops.add(ops.convert(
+            ov.op.Constant(ov.Type.u4, ov.Shape([3]), [1, 7, 15]), np.float32), ops.convert(
+            ov.op.Constant(ov.Type.i4, ov.Shape([3]), [-1, 7, -8]), np.float32))), [((3,), F)]),
     Case("convert-like", lambda a, b: ops.convert_like(a, b), [((2, 3), F), ((1,), I32)]),
     Case("reshape-special-zero", lambda a: ops.reshape(a, const([0, -1], I64), True), [X234]),
     Case("reshape-plain", lambda a: ops.reshape(a, const([4, 6], I64), False), [X234]),
