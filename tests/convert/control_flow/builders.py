@@ -81,3 +81,29 @@ def loop_model(trip: Any, cond: Any, x_shape: list[int] | None = None, *, body_c
     if plain_last_value:  # a last value of a Result without back edge (undefined in OpenVINO after zero iterations)
         outs.append(loop.get_iter_value(r_p.output(0), -1))
     return ov.Model(outs, params)
+
+
+def ti_lstm(batch: int, steps: int, inputs: int, hidden: int, w: np.ndarray | None = None, r: np.ndarray | None = None,
+            b: np.ndarray | None = None, seed: int = 1) -> ov.Model:
+    """TensorIterator over LSTMCell-4 on axis 1: outputs the per-step H (concatenated), the final H and C."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((4 * hidden, inputs)).astype(np.float32) if w is None else w
+    r = rng.standard_normal((4 * hidden, hidden)).astype(np.float32) if r is None else r
+    b = rng.standard_normal(4 * hidden).astype(np.float32) if b is None else b
+    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
+    H = ops.parameter([batch, hidden], np.float32, name="H0")
+    C = ops.parameter([batch, hidden], np.float32, name="C0")
+    bx = ops.parameter([batch, 1, inputs], np.float32, name="x_t")
+    bh = ops.parameter([batch, hidden], np.float32, name="h_prev")
+    bc = ops.parameter([batch, hidden], np.float32, name="c_prev")
+    x = ops.reshape(bx, ops.constant(np.array([batch, inputs], np.int64)), False)
+    cell = ops.lstm_cell(x, bh, bc, ops.constant(w), ops.constant(r), ops.constant(b), hidden)
+    r_h, r_c = ops.result(cell.output(0)), ops.result(cell.output(1))
+    r_y = ops.result(ops.reshape(cell.output(0), ops.constant(np.array([batch, 1, hidden], np.int64)), False))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_c, r_y], [bx, bh, bc]))
+    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(bh, H.output(0), r_h.output(0))
+    ti.set_merged_input(bc, C.output(0), r_c.output(0))
+    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1), ti.get_iter_value(r_h.output(0), -1),
+                     ti.get_iter_value(r_c.output(0), -1)], [X, H, C])

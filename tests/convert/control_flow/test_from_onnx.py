@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import openvino as ov
-import openvino.opset13 as ops
 import pytest
 from onnx import TensorProto, helper
 
+from tests.convert.control_flow.builders import ti_lstm
 from tests.utils import assert_equivalent, rng_inputs
 
 F = TensorProto.FLOAT
@@ -71,22 +71,7 @@ def test_recurrent_onnx_ops(tmp_path: Path, op: str, gates: int, direction: str)
 
 def test_compressed_weights_inside_a_loop(tmp_path: Path) -> None:
     """save_model's default f16 weights: Const f16 -> Convert inside a TensorIterator body."""
-    X = ops.parameter([2, 5, 3], np.float32, name="X")
-    H = ops.parameter([2, 4], np.float32, name="H")
-    C = ops.parameter([2, 4], np.float32, name="C")
-    bx = ops.parameter([2, 1, 3], np.float32, name="bx")
-    bh = ops.parameter([2, 4], np.float32, name="bh")
-    bc = ops.parameter([2, 4], np.float32, name="bc")
-    cell = ops.lstm_cell(ops.squeeze(bx, [1]), bh, bc, ops.constant(RNG.standard_normal((16, 3)).astype(np.float32)),
-                         ops.constant(RNG.standard_normal((16, 4)).astype(np.float32)),
-                         ops.constant(RNG.standard_normal(16).astype(np.float32)), 4)
-    r_h, r_c = ops.result(cell.output(0)), ops.result(cell.output(1))
-    ti = ops.tensor_iterator()
-    ti.set_body(ov.Model([r_h, r_c], [bx, bh, bc]))
-    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
-    ti.set_merged_input(bh, H.output(0), r_h.output(0))
-    ti.set_merged_input(bc, C.output(0), r_c.output(0))
-    model = ov.Model([ti.get_iter_value(r_h.output(0), -1)], [X, H, C])
+    model = ti_lstm(2, 5, 3, 4)
     xml = tmp_path / "m.xml"
     ov.save_model(model, str(xml))  # compress_to_fp16 defaults to True
     assert 'element_type="f16"' in xml.read_text()

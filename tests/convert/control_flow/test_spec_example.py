@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import openvino as ov
-import openvino.opset13 as ops
 
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
+from tests.convert.control_flow.builders import ti_lstm
 from tests.utils import convert_checked, count_ops, save_ir
 
 FIXTURE = Path(__file__).resolve().parent.parent.parent / "fixtures" / "spec_example" / "ti_lstm_legacy.xml"
@@ -33,22 +33,9 @@ def _write_bin(path: Path, wr: np.ndarray, b: np.ndarray) -> None:
 
 
 def _reference(wr: np.ndarray, b: np.ndarray) -> ov.Model:
-    X = ops.parameter([1, T, I], np.float32, name="X")
-    H0 = ops.parameter([1, H], np.float32, name="H0")
-    C0 = ops.parameter([1, H], np.float32, name="C0")
-    bx = ops.parameter([1, 1, I], np.float32, name="x_t")
-    bh = ops.parameter([1, H], np.float32, name="h_prev")
-    bc = ops.parameter([1, H], np.float32, name="c_prev")
-    x = ops.reshape(bx, ops.constant(np.array([1, I], np.int64)), False)
-    cell = ops.lstm_cell(x, bh, bc, ops.constant(wr[:, :I].copy()), ops.constant(wr[:, I:].copy()), ops.constant(b), H)
-    r_c, r_h = ops.result(cell.output(1)), ops.result(cell.output(0))
-    r_y = ops.result(ops.reshape(cell.output(0), ops.constant(np.array([1, 1, H], np.int64)), False))
-    ti = ops.tensor_iterator()
-    ti.set_body(ov.Model([r_c, r_h, r_y], [bx, bh, bc]))
-    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
-    ti.set_merged_input(bh, H0.output(0), r_h.output(0))
-    ti.set_merged_input(bc, C0.output(0), r_c.output(0))
-    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X, H0, C0])
+    """The same network with the 6-input LSTMCell-4: W and R are the two column blocks of the legacy weights."""
+    model = ti_lstm(1, T, I, H, wr[:, :I].copy(), wr[:, I:].copy(), b)
+    return ov.Model([model.outputs[0]], model.get_parameters())
 
 
 def test_spec_example_matches_openvino_lstm_cell(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
-from tests.convert.control_flow.builders import ti_accumulate
+from tests.convert.control_flow.builders import ti_accumulate, ti_lstm
 from tests.utils import check_model, count_ops, rng_inputs
 
 # (x shape, axis, start, end, stride, part_size)
@@ -168,30 +168,7 @@ def test_dynamic_batch_and_time(tmp_path: Path) -> None:
 
 
 def test_lstm_cell_body(tmp_path: Path) -> None:
-    rng = np.random.default_rng(1)
-    X = ops.parameter([2, 7, 5], np.float32, name="X")
-    H = ops.parameter([2, 4], np.float32, name="H")
-    C = ops.parameter([2, 4], np.float32, name="C")
-    bx = ops.parameter([2, 1, 5], np.float32, name="bx")
-    bh = ops.parameter([2, 4], np.float32, name="bh")
-    bc = ops.parameter([2, 4], np.float32, name="bc")
-    w = ops.constant(rng.standard_normal((16, 5)).astype(np.float32))
-    r = ops.constant(rng.standard_normal((16, 4)).astype(np.float32))
-    bias = ops.constant(rng.standard_normal(16).astype(np.float32))
-    cell = ops.lstm_cell(ops.squeeze(bx, [1]), bh, bc, w, r, bias, 4)
-    r_h = ops.result(cell.output(0))
-    r_c = ops.result(cell.output(1))
-    r_y = ops.result(ops.unsqueeze(cell.output(0), 1))
-    body = ov.Model([r_h, r_c, r_y], [bx, bh, bc])
-
-    def wire(ti):  # type: ignore[no-untyped-def]
-        ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
-        ti.set_merged_input(bh, H.output(0), r_h.output(0))
-        ti.set_merged_input(bc, C.output(0), r_c.output(0))
-
-    ti = _ti(body, wire)
-    model = ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1), ti.get_iter_value(r_h.output(0), -1),
-                      ti.get_iter_value(r_c.output(0), -1)], [X, H, C])
+    model = ti_lstm(2, 7, 5, 4)
     check_model(model, rng_inputs([((2, 7, 5), np.float32), ((2, 4), np.float32), ((2, 4), np.float32)]), tmp_path)
 
 
