@@ -106,3 +106,21 @@ def mod(ctx: LayerContext) -> ir.Value:
     """Result has the dividend's sign: ONNX Mod with fmod=1."""
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
     return ctx.b.op("Mod", [a, b], {"fmod": 1})
+
+
+@converter("Round", "opset5")
+def round_(ctx: LayerContext) -> ir.Value:
+    """half_to_even is ONNX Round; half_away_from_zero is sign(x) * floor(|x| + 0.5)."""
+    x = ctx.inputs[0]
+    if ctx.input_type(0).numpy.kind in "iu":
+        return ctx.b.op("Identity", [x])
+    if ctx.attr_str("mode", "half_to_even").lower() == "half_to_even":
+        return ctx.b.op("Round", [x])
+    half = ctx.b.const(0.5, ctx.input_type(0).numpy)
+    mag = ctx.b.op("Floor", [ctx.b.op("Add", [ctx.b.op("Abs", [x]), half])])
+    return ctx.b.op("Mul", [ctx.b.op("Sign", [x]), mag])
+
+
+for _ir_type, _onnx_op in (("Tan", "Tan"), ("Asin", "Asin"), ("Acos", "Acos"), ("Atan", "Atan"), ("Sinh", "Sinh"),
+                           ("Cosh", "Cosh")):
+    converter(_ir_type, "opset1")(_unary(_onnx_op))

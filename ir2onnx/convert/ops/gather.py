@@ -1,9 +1,10 @@
-"""Gather family."""
+"""Indexing: Gather, TopK, OneHot, CumSum, DepthToSpace/SpaceToDepth."""
 
 from __future__ import annotations
 
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
@@ -35,3 +36,59 @@ def gather(ctx: LayerContext) -> ir.Value:
             list(range(bd + k + m, out_rank))
         y = b.op("Transpose", [y], {"perm": perm})
     return y
+
+
+@converter("TopK", "opset1", "opset3", "opset11")
+def topk(ctx: LayerContext) -> list[ir.Value]:
+    """ONNX TopK sorts by value; sort=index re-sorts the k results by index (ascending)."""
+    b = ctx.b
+    axis = ctx.normalize_axis(ctx.attr_int("axis"), ctx.input_rank(0))
+    k = b.reshape(b.cast(ctx.inputs[1], ir.DataType.INT64), [1])
+    largest = int(ctx.attr_str("mode", "max").lower() == "max")
+    values, indices = b.op_multi("TopK", [ctx.inputs[0], k], {"axis": axis, "largest": largest, "sorted": 1},
+                                 outputs=2)
+    if ctx.attr_str("sort", "value").lower() == "index":
+        indices, order = b.op_multi("TopK", [indices, k], {"axis": axis, "largest": 0, "sorted": 1}, outputs=2)
+        values = b.op("GatherElements", [values, order], {"axis": axis})
+    et = ctx.output_type(1) if len(ctx.layer.outputs) > 1 else None
+    if et is not None and et.name != "i64":
+        indices = b.cast(indices, onnx_dtype(et))
+    return [values, indices]
+
+
+@converter("OneHot", "opset1")
+def one_hot(ctx: LayerContext) -> ir.Value:
+    """OpenVINO gives all-off rows for negative indices; ONNX would wrap them, so they are moved out of range."""
+    b = ctx.b
+    depth = b.reshape(b.cast(ctx.inputs[1], ir.DataType.INT64), [])
+    idx = b.cast(ctx.inputs[0], ir.DataType.INT64)
+    idx = b.op("Where", [b.op("Less", [idx, b.i64(0)]), depth, idx])
+    values = b.concat([b.reshape(ctx.inputs[3], [1]), b.reshape(ctx.inputs[2], [1])], 0)
+    et = ctx.output_type(0)
+    # onnxruntime implements OneHot for float32 and int64 values: compute in one of those, then cast back
+    wide = ir.DataType.FLOAT if et.is_float else ir.DataType.INT64
+    direct = onnx_dtype(et) == wide
+    y = b.op("OneHot", [idx, depth, values if direct else b.cast(values, wide)], {"axis": ctx.attr_int("axis", -1)})
+    return y if direct else b.cast(y, onnx_dtype(et))
+
+
+@converter("CumSum", "opset3")
+def cum_sum(ctx: LayerContext) -> ir.Value:
+    axis = ctx.inputs[1] if len(ctx.inputs) > 1 else ctx.b.i64(0)
+    return ctx.b.op("CumSum", [ctx.inputs[0], axis], {"exclusive": int(ctx.attr_bool("exclusive", False)),
+                                                      "reverse": int(ctx.attr_bool("reverse", False))})
+
+
+@converter("DepthToSpace", "opset1")
+def depth_to_space(ctx: LayerContext) -> ir.Value:
+    if ctx.input_rank(0) != 4:
+        raise ctx.error("DepthToSpace is supported for 4-D inputs")
+    mode = "DCR" if ctx.attr_str("mode").lower() == "blocks_first" else "CRD"
+    return ctx.b.op("DepthToSpace", [ctx.inputs[0]], {"blocksize": ctx.attr_int("block_size"), "mode": mode})
+
+
+@converter("SpaceToDepth", "opset1")
+def space_to_depth(ctx: LayerContext) -> ir.Value:
+    if ctx.input_rank(0) != 4 or ctx.attr_str("mode").lower() != "blocks_first":
+        raise ctx.error("SpaceToDepth is supported for 4-D inputs in blocks_first mode")
+    return ctx.b.op("SpaceToDepth", [ctx.inputs[0]], {"blocksize": ctx.attr_int("block_size")})

@@ -30,3 +30,23 @@ for _ir_type, _onnx_op in (
     ("ReduceProd", "ReduceProd"),
 ):
     converter(_ir_type, "opset1")(_reduce(_onnx_op))
+
+
+for _ir_type, _onnx_op, _opset in (("ReduceL1", "ReduceL1", "opset4"), ("ReduceL2", "ReduceL2", "opset4")):
+    converter(_ir_type, _opset)(_reduce(_onnx_op))
+
+
+def _logical(onnx_op: str):  # type: ignore[no-untyped-def]
+    """Boolean reductions through uint8 ReduceMin/ReduceMax (ONNX reductions take no booleans)."""
+    numeric = _reduce(onnx_op)
+
+    def convert(ctx: LayerContext) -> ir.Value:
+        x = ctx.b.cast(ctx.inputs[0], ir.DataType.UINT8)
+        ctx.inputs[0] = x
+        return ctx.b.cast(numeric(ctx), ir.DataType.BOOL)
+
+    return convert
+
+
+converter("ReduceLogicalAnd", "opset1")(_logical("ReduceMin"))
+converter("ReduceLogicalOr", "opset1")(_logical("ReduceMax"))

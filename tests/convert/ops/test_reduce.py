@@ -22,6 +22,10 @@ CASES = [
     for opset in (17, 18)
 ]
 CASES += [
+    Case("l1", lambda a: ops.reduce_l1(a, [1], True), [((2, 3, 4), F)]),
+    Case("l2", lambda a: ops.reduce_l2(a, [0, 2], False), [((2, 3, 4), F)]),
+    Case("logical-and", lambda a: ops.reduce_logical_and(a, [1], False), [((2, 3), np.bool_)]),
+    Case("logical-or", lambda a: ops.reduce_logical_or(a, [0], True), [((2, 3), np.bool_)]),
     Case("sum-runtime-axes", lambda a, ax: ops.reduce_sum(a, ax, False), [((2, 3, 4), F), ((1,), I64)],
          values=[np.ones((2, 3, 4), F), np.array([1], I64)]),
     Case("mean-runtime-axes-18", lambda a, ax: ops.reduce_mean(a, ax, True), [((2, 3, 4), F), ((2,), I64)],
