@@ -92,3 +92,27 @@ def space_to_depth(ctx: LayerContext) -> ir.Value:
     if ctx.input_rank(0) != 4 or ctx.attr_str("mode").lower() != "blocks_first":
         raise ctx.error("SpaceToDepth is supported for 4-D inputs in blocks_first mode")
     return ctx.b.op("SpaceToDepth", [ctx.inputs[0]], {"blocksize": ctx.attr_int("block_size")})
+
+
+@converter("GatherElements", "opset6")
+def gather_elements(ctx: LayerContext) -> ir.Value:
+    return ctx.b.op("GatherElements", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64)],
+                    {"axis": ctx.attr_int("axis")})
+
+
+@converter("GatherND", "opset5", "opset8")
+def gather_nd(ctx: LayerContext) -> ir.Value:
+    """opset8 keeps the batch dims (as ONNX does); opset5 flattens them into one leading axis."""
+    b = ctx.b
+    bd = ctx.attr_int("batch_dims", 0)
+    y = b.op("GatherND", [ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64)], {"batch_dims": bd})
+    if bd > 1 and ctx.layer.version == "opset5":
+        y = b.reshape(y, b.concat([b.i64([-1]), b.shape_of(y, bd)], 0))
+    return y
+
+
+@converter("NonZero", "opset3")
+def non_zero(ctx: LayerContext) -> ir.Value:
+    y = ctx.b.op("NonZero", [ctx.inputs[0]])
+    et = ctx.output_type(0)
+    return y if et.name == "i64" else ctx.b.cast(y, onnx_dtype(et))

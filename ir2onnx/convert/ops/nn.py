@@ -114,3 +114,22 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
         attrs["ceil_mode"] = 0
     attrs["count_include_pad"] = int(include_pad)
     return ctx.b.op("AveragePool", [x], attrs)  # type: ignore[arg-type]
+
+
+@converter("ConvolutionBackpropData", "opset1")
+def convolution_backprop_data(ctx: LayerContext) -> ir.Value:
+    """ONNX ConvTranspose has the same weight layout [C_in, C_out, k...]; a given output_shape must be constant."""
+    spatial = ctx.input_rank(0) - 2
+    attrs = _window_attrs(ctx, spatial)
+    attrs["output_padding"] = ctx.attr_ints("output_padding", [0] * spatial)
+    if len(ctx.inputs) > 2:
+        attrs["output_shape"] = [int(v) for v in ctx.require_const(2, "output_shape").reshape(-1)]
+        attrs.pop("pads", None)
+        if "auto_pad" not in attrs:
+            attrs["auto_pad"] = "SAME_UPPER"
+    return ctx.b.op("ConvTranspose", ctx.inputs[:2], attrs)  # type: ignore[arg-type]
+
+
+@converter("Einsum", "opset7")
+def einsum(ctx: LayerContext) -> ir.Value:
+    return ctx.b.op("Einsum", ctx.inputs, {"equation": ctx.attr_str("equation")})

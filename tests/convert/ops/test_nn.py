@@ -46,6 +46,15 @@ CASES += [
          [((2, 4, 7, 7), F)]),
     Case("group-conv-runtime-weights", lambda x, k: ops.group_convolution(x, k, [1, 1], [0, 0], [0, 0], [1, 1]),
          [((1, 4, 5, 5), F), ((2, 2, 2, 2, 2), F)]),
+    Case("deconv2d", lambda x: ops.convolution_backprop_data(x, w(3, 2, 3, 3), [2, 2], pads_begin=[1, 1],
+                                                                   pads_end=[1, 0], dilations=[1, 1]),
+         [((1, 3, 4, 5), F)]),
+    Case("deconv2d-output-padding", lambda x: ops.convolution_backprop_data(
+        x, w(3, 2, 3, 3), [2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1], output_padding=[1, 1]),
+        [((1, 3, 4, 4), F)]),
+    Case("deconv2d-output-shape", lambda x: ops.convolution_backprop_data(
+        x, w(3, 2, 3, 3), [2, 2], ops.constant(np.array([9, 10], np.int64)), dilations=[1, 1]), [((1, 3, 4, 5), F)]),
+    Case("einsum", lambda a, b: ops.einsum([a, b], "bij,bjk->bik"), [((2, 3, 4), F), ((2, 4, 5), F)]),
     Case("maxpool-1-floor", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [0, 0], [3, 3], "floor"), [((1, 2, 8, 8), F)]),
     Case("maxpool-1-ceil-pads", lambda x: ops1.max_pool(x, [2, 2], [1, 0], [0, 1], [3, 3], "ceil"), [((1, 2, 8, 9), F)]),
     Case("maxpool-8-indices", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "floor",

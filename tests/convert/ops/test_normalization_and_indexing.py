@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import openvino.opset1 as ops1
 import openvino.opset3 as ops3
+import openvino.opset5 as ops5
 import openvino.opset13 as ops
 import pytest
 
@@ -36,6 +37,14 @@ CASES = [
          values=[np.array([0, 3, -1, 2, 5], I64)]),
     Case("one-hot-axis0-i32", lambda i: ops.one_hot(i, const(3, I32), const(5, I32), const(-1, I32), 0), [((2, 2), I32)],
          values=[np.array([[0, 2], [1, 1]], I32)]),
+    Case("gather-elements", lambda x, i: ops.gather_elements(x, i, 1), [((2, 3), F), ((2, 2), I64)],
+         values=[np.arange(6, dtype=F).reshape(2, 3), np.array([[2, 0], [1, 1]], I64)]),
+    Case("gather-nd-8-batch", lambda x, i: ops.gather_nd(x, i, 1), [((2, 3, 4), F), ((2, 2, 1), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[[2], [0]], [[1], [1]]], I64)]),
+    Case("gather-nd-5", lambda x, i: ops5.gather_nd(x, i, 0), [((2, 3, 4), F), ((2, 2), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[1, 2], [0, 0]], I64)]),
+    Case("non-zero", lambda x: ops.non_zero(x, "i64"), [((2, 3), F)],
+         values=[np.array([[0, 1.5, 0], [2, 0, 3]], F)]),
     Case("cumsum", lambda x: ops.cumsum(x, const(1, I64)), [((2, 5), F)]),
     Case("cumsum-exclusive-reverse", lambda x: ops.cumsum(x, const(0, I64), True, True), [((4, 3), F)]),
     Case("depth-to-space-blocks-first", lambda x: ops.depth_to_space(x, "blocks_first", 2), [((1, 8, 2, 3), F)]),
