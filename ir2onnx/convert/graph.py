@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import onnx_ir as ir
 
@@ -36,11 +35,11 @@ def check_supported(graph: Graph) -> None:
 
 
 class Translator:
-    """Shared state of one conversion: weights and options. Bodies are translated by the same loop."""
+    """Shared state of one conversion (the weights). Bodies are translated by the same loop."""
 
-    def __init__(self, weights: Weights | None, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
-        self.options = dict(options or {})
+        self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
 
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
@@ -62,10 +61,14 @@ class Translator:
         return results
 
     def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
-        assert layer.const is not None and self.weights is not None
-        v = b.initializer(self.weights.array(layer.const), layer.name or f"const_{layer.id}")
-        set_value_type(v, layer.const.element_type)
-        return v
+        c = layer.const
+        assert c is not None and self.weights is not None
+        key = (c.offset, c.size, c.element_type.name, c.shape)
+        if key not in self._consts:
+            v = b.initializer(self.weights.array(c), layer.name or f"const_{layer.id}")
+            set_value_type(v, c.element_type)
+            self._consts[key] = v
+        return self._consts[key]
 
     def _convert_layer(self, layer: Layer, graph: Graph, inputs: Sequence[ir.Value],
                        b: GraphBuilder) -> dict[tuple[str, int], ir.Value]:
