@@ -173,3 +173,20 @@ def test_ir_made_from_onnx_routes_condition_through_port_map(tmp_path: Path, con
         inputs = [np.array(trip, np.int64), np.array(cond), np.array([1.0, 2.0], np.float32),
                   np.array([0.5, -1.0], np.float32)]
         assert_equivalent(xml, inputs)
+
+
+def test_scalar_body_values_concatenated(tmp_path: Path) -> None:
+    """Scalar body values concatenate as shape [1] each (the iteration number, and a reduced state)."""
+    Xp = ops.parameter([3], np.float32, name="X")
+    it = ops.parameter([], np.int64, name="it")
+    bs = ops.parameter([3], np.float32, name="bs")
+    ns = ops.multiply(bs, ops.constant(np.float32(1.5)))
+    r_c, r_s = ops.result(ops.constant(True)), ops.result(ns)
+    r_i, r_sum = ops.result(it), ops.result(ops.reduce_sum(ns, [0], False))
+    loop = ops.loop(ops.constant(np.int64(4)), ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_s, r_i, r_sum], [it, bs]))
+    loop.set_special_body_ports([0, 0])
+    loop.set_merged_input(bs, Xp.output(0), r_s.output(0))
+    outs = [loop.get_concatenated_slices(r_i.output(0), 0, 1, 1, -1, 0),
+            loop.get_concatenated_slices(r_sum.output(0), 0, 1, 1, -1, 0)]
+    check_model(ov.Model(outs, [Xp]), [np.array([1.0, 2.0, -1.0], np.float32)], tmp_path)

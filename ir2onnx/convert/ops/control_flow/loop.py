@@ -142,9 +142,12 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
             result[o.index] = carried[pos]
     for o, y in zip(concat, scans):
         rank = result_rank(o.result)
-        axis = ctx.normalize_axis(o.entry.axis or 0, rank)
         if o.entry.stride < 0:
             y = reverse_axis(b, y, 0)
+        if rank == 0:  # a scalar body value is concatenated as shape [1]: the stacked [N] is the result
+            result[o.index] = y
+            continue
+        axis = ctx.normalize_axis(o.entry.axis or 0, rank)
         result[o.index] = merge_axes(b, move_axis0_to(b, y, axis, rank + 1), axis)
     missing = [ctx.layer.outputs[i].id for i, v in enumerate(result) if v is None]
     if missing:

@@ -148,8 +148,8 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
         if o.kind == "last" and o.result.id in state_of:
             result[o.index] = finals[state_of[o.result.id]]
     for o, y, axis in zip(stacked, scans, out_axes):
-        if o.kind == "concat":
-            result[o.index] = merge_axes(b, y, axis)
+        if o.kind == "concat":  # a scalar body value is concatenated as shape [1]: the stacked [N] is the result
+            result[o.index] = merge_axes(b, y, axis) if result_rank(o.result) else y
         else:
             last = b.op("Gather", [y, b.i64(-1)], {"axis": 0})
             result[o.index] = last
