@@ -12,8 +12,8 @@ from ir2onnx.convert.context import set_value_type, value_type
 from ir2onnx.convert.graph import Translator, check_supported, declare_type
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir.model import Graph, IRModel, Layer
-from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 DEFAULT_OPSET = 17
@@ -74,7 +74,8 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
             copy = b.identity(v)
             set_value_type(copy, value_type(v))
             v = copy
-        v.name = name if name not in {o.name for o in outputs} else b.names.fresh(name)
+        taken = {o.name for o in outputs} | set(in_names)
+        v.name = name if name not in taken else b.names.fresh(name)
         outputs.append(v)
     for v in outputs:
         if v not in b.inputs:  # dims (and rank: stale in some IRs) come from ONNX shape inference below
