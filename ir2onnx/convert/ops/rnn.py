@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
@@ -68,14 +69,27 @@ def _gru_bias(ctx: LayerContext, bias: ir.Value, lbr: bool, axis: int) -> ir.Val
     return ctx.b.concat([*parts[:3], zero, zero, parts[3]], axis)
 
 
+def _emit(ctx: LayerContext, op: str, ins: list[ir.Value | None], attrs: dict[str, object],
+          outputs: int) -> tuple[ir.Value, ...]:
+    """onnxruntime runs ONNX LSTM/GRU/RNN in float32 only: f16/bf16 networks compute them in f32 and cast back."""
+    b = ctx.b
+    et = ctx.input_type(0)
+    if et.name in ("f32", "f64"):
+        return b.op_multi(op, ins, attrs, outputs=outputs)  # type: ignore[arg-type]
+    wide = [v if v is None or i == 4 else b.cast(v, ir.DataType.FLOAT) for i, v in enumerate(ins)]
+    outs = b.op_multi(op, wide, attrs, outputs=outputs)  # type: ignore[arg-type]
+    return tuple(b.cast(o, onnx_dtype(et)) for o in outs)
+
+
 def _step(ctx: LayerContext, op: str, x: ir.Value, w: ir.Value, r: ir.Value, bias: ir.Value, h: ir.Value,
           c: ir.Value | None, hidden: int, attrs: dict[str, object]) -> list[ir.Value]:
     b = ctx.b
-    ins = [b.unsqueeze(x, [0]), b.unsqueeze(w, [0]), b.unsqueeze(r, [0]), bias, None, b.unsqueeze(h, [0])]
+    ins: list[ir.Value | None] = [b.unsqueeze(x, [0]), b.unsqueeze(w, [0]), b.unsqueeze(r, [0]), bias, None,
+                                  b.unsqueeze(h, [0])]
     if c is not None:
         ins.append(b.unsqueeze(c, [0]))
     n = 3 if c is not None else 2
-    outs = b.op_multi(op, ins, {"hidden_size": hidden, **attrs}, outputs=n)  # type: ignore[arg-type]
+    outs = _emit(ctx, op, ins, {"hidden_size": hidden, **attrs}, n)
     return [b.squeeze(o, [0]) for o in outs[1:]]
 
 
@@ -164,7 +178,7 @@ def _sequence(ctx: LayerContext, op: str, gates: int, order: Sequence[int], has_
     if direction == "bidirectional":  # ONNX lists activations (and their alpha/beta) once per direction
         attrs = {k: list(v) * 2 if k.startswith("activation") else v for k, v in attrs.items()}  # type: ignore[call-overload]
     all_attrs = {"hidden_size": hidden, "direction": _DIRECTIONS[direction], **attrs}
-    outs = b.op_multi(op, ins, all_attrs, outputs=3 if has_c else 2)  # type: ignore[arg-type]
+    outs = _emit(ctx, op, ins, all_attrs, 3 if has_c else 2)
     y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})
     return [y] + [b.op("Transpose", [o], perm) for o in outs[1:]]
 

@@ -84,18 +84,18 @@ def loop_model(trip: Any, cond: Any, x_shape: list[int] | None = None, *, body_c
 
 
 def ti_lstm(batch: int, steps: int, inputs: int, hidden: int, w: np.ndarray | None = None, r: np.ndarray | None = None,
-            b: np.ndarray | None = None, seed: int = 1) -> ov.Model:
+            b: np.ndarray | None = None, seed: int = 1, dtype: Any = np.float32) -> ov.Model:
     """TensorIterator over LSTMCell-4 on axis 1: outputs the per-step H (concatenated), the final H and C."""
     rng = np.random.default_rng(seed)
-    w = rng.standard_normal((4 * hidden, inputs)).astype(np.float32) if w is None else w
-    r = rng.standard_normal((4 * hidden, hidden)).astype(np.float32) if r is None else r
-    b = rng.standard_normal(4 * hidden).astype(np.float32) if b is None else b
-    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
-    H = ops.parameter([batch, hidden], np.float32, name="H0")
-    C = ops.parameter([batch, hidden], np.float32, name="C0")
-    bx = ops.parameter([batch, 1, inputs], np.float32, name="x_t")
-    bh = ops.parameter([batch, hidden], np.float32, name="h_prev")
-    bc = ops.parameter([batch, hidden], np.float32, name="c_prev")
+    w = rng.standard_normal((4 * hidden, inputs)).astype(dtype) if w is None else w
+    r = rng.standard_normal((4 * hidden, hidden)).astype(dtype) if r is None else r
+    b = rng.standard_normal(4 * hidden).astype(dtype) if b is None else b
+    X = ops.parameter([batch, steps, inputs], dtype, name="X")
+    H = ops.parameter([batch, hidden], dtype, name="H0")
+    C = ops.parameter([batch, hidden], dtype, name="C0")
+    bx = ops.parameter([batch, 1, inputs], dtype, name="x_t")
+    bh = ops.parameter([batch, hidden], dtype, name="h_prev")
+    bc = ops.parameter([batch, hidden], dtype, name="c_prev")
     x = ops.reshape(bx, ops.constant(np.array([batch, inputs], np.int64)), False)
     cell = ops.lstm_cell(x, bh, bc, ops.constant(w), ops.constant(r), ops.constant(b), hidden)
     r_h, r_c = ops.result(cell.output(0)), ops.result(cell.output(1))

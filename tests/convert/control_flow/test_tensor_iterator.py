@@ -172,6 +172,13 @@ def test_lstm_cell_body(tmp_path: Path) -> None:
     check_model(model, rng_inputs([((2, 7, 5), np.float32), ((2, 4), np.float32), ((2, 4), np.float32)]), tmp_path)
 
 
+def test_f16_network(tmp_path: Path) -> None:
+    """A network in f16 throughout: onnxruntime's LSTM computes in f32 between casts, as OpenVINO does (f32 hint)."""
+    model = ti_lstm(2, 6, 5, 4, dtype=np.float16)
+    inputs = rng_inputs([((2, 6, 5), np.float16), ((2, 4), np.float16), ((2, 4), np.float16)])
+    check_model(model, inputs, tmp_path, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("cell", ["gru", "rnn"])
 def test_gru_and_rnn_cell_bodies(tmp_path: Path, cell: str) -> None:
     rng = np.random.default_rng(2)
