@@ -18,6 +18,13 @@ def describe_loops(graph: Graph, indent: int = 0) -> list[str]:
     lines: list[str] = []
     pad = "  " * indent
     for layer in graph.layers:
+        if layer.type_key == "if":
+            for name, branch in zip(("then", "else"), layer.branches):
+                inner = describe_loops(branch.graph, indent + 1)
+                if inner:
+                    lines.append(f"{pad}If {layer.id} '{layer.name}' {name} branch (line {layer.line})")
+                    lines.extend(inner)
+            continue
         if layer.type_key not in _LOOPS or layer.body is None:
             continue
         body = layer.body
