@@ -63,6 +63,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
             _retarget_external_data(tmp, tmp_data.name, data_name)
         else:
             ir.save(model, tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
         os.replace(tmp, out)
     except BaseException:
         for p in (Path(tmp), tmp_data):
@@ -70,6 +71,12 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
                 p.unlink()
         raise
     return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _retarget_external_data(model_path: str, old: str, new: str) -> None:
