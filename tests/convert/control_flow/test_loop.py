@@ -190,3 +190,25 @@ def test_scalar_body_values_concatenated(tmp_path: Path) -> None:
     outs = [loop.get_concatenated_slices(r_i.output(0), 0, 1, 1, -1, 0),
             loop.get_concatenated_slices(r_sum.output(0), 0, 1, 1, -1, 0)]
     check_model(ov.Model(outs, [Xp]), [np.array([1.0, 2.0, -1.0], np.float32)], tmp_path)
+
+
+@pytest.mark.parametrize(("start", "stride", "end", "axis"), [(0, 1, -1, 1), (-1, -1, 0, 1), (0, 1, -1, 0),
+                                                               (-1, -1, 0, 0)])
+def test_sliced_input_directions(tmp_path: Path, start: int, stride: int, end: int, axis: int) -> None:
+    """Loop iterating over an input forward or from its end, on axis 0 or 1."""
+    shape = [2, 4, 3] if axis == 1 else [4, 2, 3]
+    chunk = [2, 1, 3] if axis == 1 else [1, 2, 3]
+    Xp = ops.parameter(shape, np.float32, name="X")
+    S = ops.parameter([2, 3], np.float32, name="S")
+    it = ops.parameter([], np.int64, name="it")
+    bx = ops.parameter(chunk, np.float32, name="bx")
+    bs = ops.parameter([2, 3], np.float32, name="bs")
+    ns = ops.add(ops.multiply(bs, ops.constant(np.float32(0.5))), ops.squeeze(bx, [axis]))
+    r_c, r_s = ops.result(ops.constant(True)), ops.result(ns)
+    loop = ops.loop(ops.constant(np.int64(4)), ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_s], [it, bx, bs]))
+    loop.set_special_body_ports([0, 0])
+    loop.set_sliced_input(bx, Xp.output(0), start, stride, 1, end, axis)
+    loop.set_merged_input(bs, S.output(0), r_s.output(0))
+    model = ov.Model([loop.get_iter_value(r_s.output(0), -1)], [Xp, S])
+    check_model(model, rng_inputs([(tuple(shape), np.float32), ((2, 3), np.float32)]), tmp_path)
