@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import openvino.opset1 as ops1
+import openvino.opset10 as ops10
 import openvino.opset8 as ops8
 import openvino.opset13 as ops
 import pytest
@@ -55,6 +56,23 @@ CASES += [
     Case("deconv2d-output-shape", lambda x: ops.convolution_backprop_data(
         x, w(3, 2, 3, 3), [2, 2], ops.constant(np.array([9, 10], np.int64)), dilations=[1, 1]), [((1, 3, 4, 5), F)]),
     Case("einsum", lambda a, b: ops.einsum([a, b], "bij,bjk->bik"), [((2, 3, 4), F), ((2, 4, 5), F)]),
+    Case("interpolate-11-nearest-scales", lambda x: ops.interpolate(
+        x, ops.constant(np.array([2.0, 1.5], F)), "nearest", "scales", axes=ops.constant(np.array([2, 3], np.int64)),
+        coordinate_transformation_mode="asymmetric", nearest_mode="floor"), [((1, 2, 3, 4), F)]),
+    Case("interpolate-11-linear-sizes", lambda x: ops.interpolate(
+        x, ops.constant(np.array([5, 7], np.int64)), "linear_onnx", "sizes", axes=ops.constant(np.array([2, 3], np.int64)),
+        coordinate_transformation_mode="half_pixel"), [((1, 2, 3, 4), F)]),
+    Case("interpolate-11-cubic-align-corners", lambda x: ops.interpolate(
+        x, ops.constant(np.array([6, 8], np.int64)), "cubic", "sizes", axes=ops.constant(np.array([2, 3], np.int64)),
+        coordinate_transformation_mode="align_corners"), [((1, 1, 3, 4), F)], rtol=1e-4, atol=1e-5),
+    Case("interpolate-4-nearest-sizes", lambda x: ops10.interpolate(
+        x, ops.constant(np.array([6, 8], np.int64)), ops.constant(np.array([2.0, 2.0], F)), "nearest", "sizes",
+        coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_ceil",
+        axes=ops.constant(np.array([2, 3], np.int64))), [((1, 2, 3, 4), F)]),
+    Case("interpolate-4-linear-scales", lambda x: ops10.interpolate(
+        x, ops.constant(np.array([1, 1], np.int64)), ops.constant(np.array([1.5, 2.0], F)), "linear_onnx", "scales",
+        coordinate_transformation_mode="pytorch_half_pixel", axes=ops.constant(np.array([2, 3], np.int64))),
+        [((1, 2, 4, 4), F)]),
     Case("maxpool-1-floor", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [0, 0], [3, 3], "floor"), [((1, 2, 8, 8), F)]),
     Case("maxpool-1-ceil-pads", lambda x: ops1.max_pool(x, [2, 2], [1, 0], [0, 1], [3, 3], "ceil"), [((1, 2, 8, 9), F)]),
     Case("maxpool-8-indices", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "floor",
