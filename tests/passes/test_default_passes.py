@@ -1,0 +1,23 @@
+"""The default passes drop dead body nodes and keep the numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.convert.control_flow.builders import ti_accumulate
+from tests.utils import assert_equivalent, convert_checked, count_ops, rng_inputs, save_ir
+
+
+def test_dead_body_nodes_removed_and_results_unchanged(tmp_path: Path) -> None:
+    # the body computes sigmoid(state) into a Result that no TensorIterator output reads
+    xml = save_ir(ti_accumulate([2, 5, 3], 1, 0, -1, 1, 1, last_of_nonstate=False), tmp_path)
+    plain = convert_checked(xml, optimize=False)
+    optimized = assert_equivalent(xml, rng_inputs([((2, 5, 3), np.float32), ((2, 3), np.float32)]))
+    assert count_ops(plain, "Sigmoid") == 1 and count_ops(optimized, "Sigmoid") == 0
+    feed = dict(zip([i.name for i in plain.graph.input], rng_inputs([((2, 5, 3), np.float32), ((2, 3), np.float32)])))
+    for a, b in zip(run_onnxruntime(plain, feed), run_onnxruntime(optimized, feed)):
+        np.testing.assert_array_equal(a, b)
+    assert [o.name for o in plain.graph.output] == [o.name for o in optimized.graph.output]
