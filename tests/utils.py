@@ -57,6 +57,15 @@ def assert_equivalent(
         if want is not None:
             assert got == want, f"output names {onnx_out} != OpenVINO's {ov_out}"
     assert len(onnx_out) == len(ov_out)
+    for out, port in zip(proto.graph.output, ov_model.outputs):
+        ps = port.get_partial_shape()
+        if ps.rank.is_dynamic:
+            continue
+        dims = out.type.tensor_type.shape.dim
+        assert len(dims) == ps.rank.get_length(), f"{out.name}: rank {len(dims)} != OpenVINO's {ps}"
+        for d, ovd in zip(dims, ps):
+            if ovd.is_static and d.HasField("dim_value"):
+                assert d.dim_value == ovd.get_length(), f"{out.name}: declared dims differ from OpenVINO's {ps}"
     ref = run_openvino(str(xml), list(inputs))
     got = run_onnxruntime(proto, dict(zip(onnx_in, inputs)))
     for name, g, r in zip(onnx_out, got, ref):

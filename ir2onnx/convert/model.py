@@ -85,9 +85,19 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
     _infer_output_shapes(out)
     for v, r in zip(outputs, g.results):
-        if v.shape is None:  # not derivable by ONNX (e.g. some Loop-carried values): the IR's rank, dims unknown
-            v.shape = ir.Shape([None] * len(r.inputs[0].dims))
+        v.shape = _complete_shape(v.shape, r.inputs[0].dims)
     return out
+
+
+def _complete_shape(inferred: ir.Shape | None, declared: tuple[int | None, ...]) -> ir.Shape:
+    """Dims ONNX inference could not derive are taken from the IR's (OpenVINO-inferred) output port when the ranks
+    agree; a rank the inference found always wins over the IR's."""
+    if inferred is None:
+        return ir.Shape(list(declared))
+    if len(inferred) != len(declared):
+        return inferred
+    dims = [d if isinstance(d, int) or decl is None else decl for d, decl in zip(inferred, declared)]
+    return ir.Shape(dims)
 
 
 def _drop_unused_initializers(graph: ir.Graph) -> None:

@@ -35,7 +35,9 @@ def _axes(ctx: LayerContext, i: int) -> ir.Value:
 
 @converter("Squeeze", "opset1")
 def squeeze(ctx: LayerContext) -> ir.Value:
-    if len(ctx.inputs) < 2:
+    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input)."""
+    axes = ctx.const(1)
+    if len(ctx.inputs) < 2 or (axes is not None and axes.size == 0):
         return ctx.b.op("Squeeze", [ctx.inputs[0]])
     return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
 

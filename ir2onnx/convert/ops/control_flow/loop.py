@@ -18,7 +18,14 @@ from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type, value_type
 from ir2onnx.convert.graph import body_output, declare_type
 from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_to, reverse_axis
-from ir2onnx.convert.ops.control_flow.port_map import PortMapPlan, analyse, param_rank, param_type, result_rank
+from ir2onnx.convert.ops.control_flow.port_map import (
+    PortMapPlan,
+    analyse,
+    param_dims,
+    param_rank,
+    param_type,
+    result_rank,
+)
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ELEMENT_TYPES
 from ir2onnx.ir.model import PortMapEntry
@@ -73,9 +80,8 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
         et = param_type(inp.param)
         if et is None:
             raise ctx.error(f"body {inp.param.where()} has no element type")
-        rank = param_rank(inp.param)
         v = cb.add_input(cb.names.fresh(f"{name}/{inp.param.name or inp.param.id}"), onnx_dtype(et),
-                         None if rank is None else [None] * rank)
+                         param_dims(inp.param))
         set_value_type(v, et)
         bindings[inp.param.id] = v
     for inp in plan.of_kind("current_iteration"):

@@ -91,5 +91,11 @@ def param_rank(param: Layer) -> int | None:
     return None if shape is None else len(shape)
 
 
+def param_dims(param: Layer) -> list[int | None] | None:
+    """A body Parameter's declared shape (Parameter shapes are authoritative in IR; dynamic dims stay unknown)."""
+    shape = parameter_shape(param)
+    return None if shape is None else list(shape)
+
+
 def result_rank(result: Layer) -> int:
     return len(result.inputs[0].dims)

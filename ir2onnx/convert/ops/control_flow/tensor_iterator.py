@@ -19,6 +19,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     BodyInput,
     PortMapPlan,
     analyse,
+    param_dims,
     param_rank,
     param_type,
     result_rank,
@@ -81,7 +82,7 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
     def body_input(inp: BodyInput) -> ir.Value:
         et = param_type(inp.param)
         v = cb.add_input(cb.names.fresh(f"{ctx.layer.name}/{inp.param.name or inp.param.id}"), _dtype(ctx, et),
-                         None if param_rank(inp.param) is None else [None] * (param_rank(inp.param) or 0))
+                         param_dims(inp.param))
         set_value_type(v, et)
         bindings[inp.param.id] = v
         return v
