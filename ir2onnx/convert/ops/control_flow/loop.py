@@ -21,6 +21,7 @@ from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_
 from ir2onnx.convert.ops.control_flow.port_map import (
     PortMapPlan,
     analyse,
+    check_chunking,
     param_dims,
     param_rank,
     param_type,
@@ -164,9 +165,7 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
 def _slice_per_iteration(ctx: LayerContext, cb: GraphBuilder, it: ir.Value, outer: ir.Value,
                          e: PortMapEntry) -> ir.Value:
     """Chunk `it` of the outer tensor: from the start of the axis, or from its end when stride < 0."""
-    if abs(e.stride) != e.part_size:
-        raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "
-                        "OpenVINO executes only |stride| == part_size")
+    check_chunking(ctx, e)
     b = ctx.b
     axis = ctx.normalize_axis(e.axis or 0, ctx.input_rank(e.external_port_id))
     p = cb.i64([e.part_size])

@@ -99,3 +99,10 @@ def param_dims(param: Layer) -> list[int | None] | None:
 
 def result_rank(result: Layer) -> int:
     return len(result.inputs[0].dims)
+
+
+def check_chunking(ctx: LayerContext, e: PortMapEntry) -> None:
+    """OpenVINO's CPU plugin steps a sliced port by |stride| and needs chunks of exactly that size."""
+    if abs(e.stride) != e.part_size:
+        raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "
+                        "OpenVINO executes only |stride| == part_size")

@@ -19,6 +19,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     BodyInput,
     PortMapPlan,
     analyse,
+    check_chunking,
     param_dims,
     param_rank,
     param_type,
@@ -39,13 +40,6 @@ def iteration_span(e: PortMapEntry) -> tuple[int, int]:
     src, dst = (e.end, e.start) if e.stride < 0 else (e.start, e.end)
     (cs, ks), (cd, kd) = _norm(src), _norm(dst)
     return cd - cs, kd - ks
-
-
-def check_chunking(ctx: LayerContext, e: PortMapEntry) -> None:
-    """OpenVINO's CPU plugin steps by |stride| and needs chunks of exactly that size."""
-    if abs(e.stride) != e.part_size:
-        raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "
-                        "OpenVINO executes only |stride| == part_size")
 
 
 def prepare_sliced(ctx: LayerContext, x: ir.Value, e: PortMapEntry, axis: int) -> ir.Value:
