@@ -22,6 +22,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     PortMapPlan,
     analyse,
     check_chunking,
+    complete_outputs,
     param_dims,
     param_rank,
     param_type,
@@ -156,10 +157,7 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
             continue
         axis = ctx.normalize_axis(o.entry.axis or 0, rank)
         result[o.index] = merge_axes(b, move_axis0_to(b, y, axis, rank + 1), axis)
-    missing = [ctx.layer.outputs[i].id for i, v in enumerate(result) if v is None]
-    if missing:
-        raise ctx.error(f"output port(s) {missing} have no port_map entry")
-    return [v for v in result if v is not None]
+    return complete_outputs(ctx, result)
 
 
 def _slice_per_iteration(ctx: LayerContext, cb: GraphBuilder, it: ir.Value, outer: ir.Value,

@@ -106,3 +106,11 @@ def check_chunking(ctx: LayerContext, e: PortMapEntry) -> None:
     if abs(e.stride) != e.part_size:
         raise ctx.error(f"sliced port (line {e.line}) has stride {e.stride} and part_size {e.part_size}: "
                         "OpenVINO executes only |stride| == part_size")
+
+
+def complete_outputs(ctx: LayerContext, result: list[ir.Value | None]) -> list[ir.Value]:
+    """The layer's outputs in port order; a port without a port_map entry is an error."""
+    missing = [ctx.layer.outputs[i].id for i, v in enumerate(result) if v is None]
+    if missing:
+        raise ctx.error(f"output port(s) {missing} have no port_map entry")
+    return [v for v in result if v is not None]

@@ -20,6 +20,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     PortMapPlan,
     analyse,
     check_chunking,
+    complete_outputs,
     param_dims,
     param_rank,
     param_type,
@@ -148,7 +149,7 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
         else:
             last = b.op("Gather", [y, b.i64(-1)], {"axis": 0})
             result[o.index] = last
-    return _complete(ctx, result)
+    return complete_outputs(ctx, result)
 
 
 def _as_loop(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
@@ -172,10 +173,3 @@ def _dtype(ctx: LayerContext, et: ElementType | None) -> ir.DataType:
     if et is None:
         raise ctx.error("a body Parameter has no element type")
     return onnx_dtype(et)
-
-
-def _complete(ctx: LayerContext, result: list[ir.Value | None]) -> list[ir.Value]:
-    missing = [ctx.layer.outputs[i].id for i, v in enumerate(result) if v is None]
-    if missing:
-        raise ctx.error(f"output port(s) {missing} have no port_map entry")
-    return [v for v in result if v is not None]
