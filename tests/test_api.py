@@ -82,3 +82,13 @@ def test_opset_range() -> None:
         onnx.checker.check_model(ir2onnx.convert(TI, opset=opset), full_check=True)
     with pytest.raises(ir2onnx.ConversionError, match="opset 12"):
         ir2onnx.convert(TI, opset=12)
+
+
+def test_dynamic_rank_input_is_refused_clearly(tmp_path: Path) -> None:
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as ops
+
+    x = ops.parameter(ov.PartialShape.dynamic(), np.float32, name="x")
+    ov.save_model(ov.Model([ops.relu(x)], [x]), str(tmp_path / "m.xml"))
+    with pytest.raises(ir2onnx.ConversionError, match="dynamic rank"):
+        ir2onnx.convert(tmp_path / "m.xml")

@@ -56,7 +56,10 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
     for p, name in zip(g.parameters, in_names):
         et = _parameter_type(p)
         shape = parameter_shape(p)
-        dims = None if shape is None else [d if d is not None else f"{name}_d{i}" for i, d in enumerate(shape)]
+        if shape is None:
+            raise ConversionError(f"{p.where()}: a Parameter of dynamic rank has no ONNX graph-input form "
+                                  "(ONNX inputs need a rank); give the IR a static rank")
+        dims = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(shape)]
         v = b.add_input(name, onnx_dtype(et), dims)
         set_value_type(v, et)
         bindings[p.id] = v
