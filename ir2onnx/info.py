@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ir2onnx.ir.model import Graph, Layer
+from ir2onnx.ir.model import Graph
 
 _LOOPS = ("tensoriterator", "loop")
 
@@ -62,6 +62,3 @@ def describe_loops(graph: Graph, indent: int = 0) -> list[str]:
         lines.extend(describe_loops(body.graph, indent + 1))
     return lines
 
-
-def loop_layers(graph: Graph) -> list[Layer]:
-    return [layer for layer in graph.walk() if layer.type_key in _LOOPS]

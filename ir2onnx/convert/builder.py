@@ -10,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.ir.element_types import ElementType, element_type_of
+from ir2onnx.ir.element_types import ElementType
 
 _ET_TO_ONNX: dict[str, ir.DataType] = {
     "f64": ir.DataType.DOUBLE, "f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16,
@@ -147,11 +147,8 @@ class GraphBuilder:
         self._produced.update(outs)
         return tuple(outs)
 
-    def identity(self, value: ir.Value, name: str | None = None) -> ir.Value:
-        out = self.op("Identity", [value])
-        if name is not None:
-            out.name = name
-        return out
+    def identity(self, value: ir.Value) -> ir.Value:
+        return self.op("Identity", [value])
 
     def build(self, outputs: Sequence[ir.Value], name: str) -> ir.Graph:
         g = ir.Graph(self.inputs, outputs, nodes=self.nodes, initializers=self.initializers if self.parent is None else (),
@@ -239,4 +236,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["GraphBuilder", "Names", "onnx_dtype", "element_type_of"]
+__all__ = ["GraphBuilder", "Names", "onnx_dtype"]

@@ -64,9 +64,6 @@ class LayerContext:
         return LayerConversionError(f"{self.layer.where()}: {message}")
 
     # ---- attributes (`<data>` strings)
-    def has_attr(self, name: str) -> bool:
-        return name in self.layer.data
-
     def _attr(self, name: str, default: Any, parse: Callable[[str], Any], what: str) -> Any:
         raw = self.layer.data.get(name)
         if raw is None:
@@ -129,9 +126,6 @@ class LayerContext:
         if const is not None:
             return const.ndim
         return len(self.layer.inputs[i].dims)
-
-    def output_rank(self, i: int = 0) -> int:
-        return len(self.layer.outputs[i].dims)
 
     def input_dims(self, i: int) -> tuple[int | None, ...]:
         """Informational dims of input i (may be stale inside bodies: prefer run-time shapes)."""

@@ -96,7 +96,8 @@ class Translator:
 
 
 def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Value:
-    """A value usable as a graph output of `b`: produced there and not already an output (else an Identity)."""
+    """A value usable as a graph output of `b` (main graph or body): produced there and not already an output,
+    else an Identity of it."""
     if not b.owns(value) or value in taken:
         copy = b.identity(value)
         set_value_type(copy, value_type(value))

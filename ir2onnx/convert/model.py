@@ -9,7 +9,7 @@ from onnx_ir.passes.common import ShapeInferencePass
 import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import set_value_type, value_type
-from ir2onnx.convert.graph import Translator, check_supported, declare_type
+from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
@@ -68,17 +68,16 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         b.names.reserve(n)
     results = Translator(weights).translate(g, b, bindings)
     outputs: list[ir.Value] = []
+    taken: set[ir.Value] = set()
     for r, name in zip(g.results, out_names):
         v = results[r.id]
-        if v in b.inputs and name == v.name and v not in outputs:
+        if v in b.inputs and name == v.name and v not in taken:
             outputs.append(v)  # a Parameter returned as it is keeps its name
+            taken.add(v)
             continue
-        if not b.owns(v) or v in outputs:
-            copy = b.identity(v)
-            set_value_type(copy, value_type(v))
-            v = copy
-        taken = {o.name for o in outputs} | set(in_names)
-        v.name = name if name not in taken else b.names.fresh(name)
+        v = body_output(b, v, taken)
+        used = {o.name for o in outputs} | set(in_names)
+        v.name = name if name not in used else b.names.fresh(name)
         outputs.append(v)
     for v in outputs:
         if v not in b.inputs:  # dims (and rank: stale in some IRs) come from ONNX shape inference below

@@ -21,13 +21,6 @@ class ElementType:
     def is_float(self) -> bool:
         return self.numpy.kind == "f" or self.name in ("bf16", "f8e4m3", "f8e5m2")
 
-    @property
-    def is_integer(self) -> bool:
-        return self.numpy.kind in "iu" and not self.packed_float
-
-    @property
-    def packed_float(self) -> bool:
-        return self.name in ("nf4", "f4e2m1", "f8e8m0")
 
 
 def _et(name: str, bits: int, dtype: object, packed: bool = False) -> ElementType:
@@ -86,10 +79,3 @@ def parse_element_type(text: str) -> ElementType | None:
         return ELEMENT_TYPES[_ALIASES[lowered]]
     return None
 
-
-def element_type_of(dtype: np.dtype) -> ElementType:
-    """The element type holding values of a numpy dtype (the unpacked form for sub-byte types)."""
-    for et in ELEMENT_TYPES.values():
-        if not et.packed and et.numpy == dtype:
-            return et
-    raise KeyError(f"no OpenVINO element type for numpy dtype {dtype}")

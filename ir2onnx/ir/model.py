@@ -165,16 +165,12 @@ class Graph:
     def source(self, layer: Layer, input_index: int) -> Source:
         return self.sources[(layer.id, input_index)]
 
-    @cached_property
-    def consumers(self) -> dict[tuple[str, int], list[tuple[Layer, int]]]:
-        """(layer id, output index) -> [(consumer layer, input index)]."""
-        out: dict[tuple[str, int], list[tuple[Layer, int]]] = {}
-        for (lid, ii), src in self.sources.items():
-            out.setdefault((src.layer.id, src.output), []).append((self.by_id[lid], ii))
-        return out
-
     def topological_order(self) -> list[Layer]:
-        """Layers so that producers come first; ties keep XML order. Assumes an acyclic graph."""
+        """Layers so that producers come first; ties keep XML order (fewer than all layers: there is a cycle)."""
+        return list(self._order)
+
+    @cached_property
+    def _order(self) -> tuple[Layer, ...]:
         indeg = {layer.id: 0 for layer in self.layers}
         succ: dict[str, list[str]] = {layer.id: [] for layer in self.layers}
         for (lid, _), src in self.sources.items():
@@ -191,7 +187,7 @@ class Graph:
                 indeg[nxt] -= 1
                 if indeg[nxt] == 0:
                     heapq.heappush(ready, (pos[nxt], nxt))
-        return order
+        return tuple(order)
 
     def walk(self) -> list[Layer]:
         """Every layer of this graph and of all nested bodies, outer first."""
