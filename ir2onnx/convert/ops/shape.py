@@ -68,12 +68,38 @@ def shape_of(ctx: LayerContext) -> ir.Value:
 
 @converter("Transpose", "opset1")
 def transpose(ctx: LayerContext) -> ir.Value:
-    perm = ctx.require_const(1, "the permutation")
-    order = [int(p) for p in perm.reshape(-1)]
+    """An empty order reverses the axes. A run-time order (ONNX takes it as an attribute) is applied by gathering
+    the flattened input at the permuted positions."""
     rank = ctx.input_rank(0)
-    if not order:
-        order = list(range(rank - 1, -1, -1))
-    return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    perm = ctx.const(1)
+    if perm is not None:
+        order = [int(p) for p in perm.reshape(-1)] or list(range(rank - 1, -1, -1))
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    if ctx.input_dims(1) == (0,):
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": list(range(rank - 1, -1, -1))})
+    return _transpose_runtime(ctx, rank)
+
+
+def _transpose_runtime(ctx: LayerContext, rank: int) -> ir.Value:
+    """y[j_0..j_r-1] = x.flat[sum_k j_k * stride(perm[k])], y's shape = shape(x)[perm]."""
+    b, x = ctx.b, ctx.inputs[0]
+    perm = b.cast(ctx.inputs[1], ir.DataType.INT64)
+    perm = b.op("Where", [b.op("Less", [perm, b.i64(0)]), b.op("Add", [perm, b.i64(rank)]), perm])
+    shape = b.shape_of(x)
+    strides = [b.i64([1])]
+    for k in range(rank - 1, 0, -1):  # stride(k) = prod(shape[k+1:])
+        strides.insert(0, b.op("Mul", [strides[0], b.shape_of(x, k, k + 1)]))
+    out_shape = b.op("Gather", [shape, perm], {"axis": 0})
+    taken = b.op("Gather", [b.concat(strides, 0), perm], {"axis": 0})
+    flat = None
+    for k in range(rank):
+        n = b.reshape(b.op("Gather", [out_shape, b.i64(k)], {"axis": 0}), [])
+        along = b.op("Mul", [b.op("Range", [b.i64(0), n, b.i64(1)]), b.op("Gather", [taken, b.i64(k)], {"axis": 0})])
+        along = b.reshape(along, [1] * k + [-1] + [1] * (rank - k - 1))
+        flat = along if flat is None else b.op("Add", [flat, along])
+    if flat is None:  # rank 0
+        return b.identity(x)
+    return b.op("Gather", [b.reshape(x, [-1]), flat], {"axis": 0})
 
 
 @converter("Identity", "opset16")
@@ -176,8 +202,16 @@ def _split(ctx: LayerContext, x: ir.Value, axis: int, sizes: ir.Value | None, n:
 
 @converter("Split", "opset1")
 def split(ctx: LayerContext) -> list[ir.Value]:
-    axis = _ints(ctx, 1, "the axis")[0]
-    return _split(ctx, ctx.inputs[0], axis, None, ctx.attr_int("num_splits"))
+    """A run-time axis selects among the possible axes at run time (ONNX takes the axis as an attribute)."""
+    n, x = ctx.attr_int("num_splits"), ctx.inputs[0]
+    axis = ctx.const(1)
+    if axis is not None:
+        return _split(ctx, x, int(axis.reshape(-1)[0]), None, n)
+    rank = ctx.input_rank(0)
+    types = [(onnx_dtype(ctx.input_type(0)), rank)] * n
+    return list(ctx.b.switch(ctx.runtime_axis(1, rank), rank,
+                             lambda cb, k: cb.op_multi("Split", [x], {"axis": k, "num_outputs": n}, outputs=n)
+                             if ctx.opset >= 18 else cb.op_multi("Split", [x], {"axis": k}, outputs=n), types))
 
 
 @converter("VariadicSplit", "opset1")
