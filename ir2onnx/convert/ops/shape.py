@@ -111,10 +111,17 @@ def identity(ctx: LayerContext) -> ir.Value:
 def range_(ctx: LayerContext) -> ir.Value:
     """Scalars start/stop/step in the output type (opset4 `output_type`; opset1 follows the inputs)."""
     et = ctx.output_type(0)
-    args = [ctx.b.reshape(ctx.b.cast(v, onnx_dtype(et)), []) for v in ctx.inputs[:3]]
+    wide = _RANGE_WIDER.get(et.name)  # onnxruntime's Range has no kernel for these types: computed in f32/i32
+    dtype = ir.DataType[wide] if wide else onnx_dtype(et)
+    args = [ctx.b.reshape(ctx.b.cast(v, dtype), []) for v in ctx.inputs[:3]]
     out = ctx.b.op("Range", args)
+    if wide:
+        out = ctx.b.cast(out, onnx_dtype(et))
     set_value_type(out, et)
     return out
+
+
+_RANGE_WIDER = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT32", "u8": "INT32", "u16": "INT32"}
 
 
 _I64_MAX = 2**63 - 1

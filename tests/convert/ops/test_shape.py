@@ -60,6 +60,8 @@ CASES = [
     Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
     Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
     Case("range-4-f32", lambda a: ops.range(const(1.0), const(4.0), const(0.5), "f32"), [((1,), F)]),
+    Case("range-4-f16", lambda a: ops.range(const(1.0, np.float16), const(4.0, np.float16), const(0.25, np.float16),
+                                            "f16"), [((1,), F)]),
     Case("range-4-i64", lambda a: ops.range(const(0, I64), const(7, I64), const(2, I64), "i64"), [((1,), F)]),
     Case("ss-basic", ss([0, 1, 0], [2, 3, 4], [1, 1, 2]), [X234]),
     Case("ss-negative-stride", ss([1, -1, -1], [0, 0, 0], [1, -1, -2], bm=[1, 0, 0], em=[1, 1, 1]), [X234]),
