@@ -33,13 +33,22 @@ def _axes(ctx: LayerContext, i: int) -> ir.Value:
     return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [-1])
 
 
-@converter("Squeeze", "opset1")
+@converter("Squeeze", "opset1", "opset15")
 def squeeze(ctx: LayerContext) -> ir.Value:
-    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input)."""
+    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input).
+    opset15 `allow_axis_skip`: listed axes whose size is not 1 stay (a Reshape to the shape without the others)."""
     axes = ctx.const(1)
     if len(ctx.inputs) < 2 or (axes is not None and axes.size == 0):
         return ctx.b.op("Squeeze", [ctx.inputs[0]])
-    return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    if not ctx.attr_bool("allow_axis_skip", False):
+        return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    b, x, rank = ctx.b, ctx.inputs[0], ctx.input_rank(0)
+    listed = b.op("Equal", [b.unsqueeze(b.op("Range", [b.i64(0), b.i64(rank), b.i64(1)]), [1]),
+                            b.unsqueeze(b.op("Mod", [b.op("Add", [_axes(ctx, 1), b.i64(rank)]), b.i64(rank)]), [0])])
+    listed = b.cast(b.reduce("ReduceMax", b.cast(listed, ir.DataType.INT64), [1], False), ir.DataType.BOOL)
+    shape = b.shape_of(x)
+    drop = b.op("And", [listed, b.op("Equal", [shape, b.i64(1)])])
+    return b.reshape(x, b.op("Compress", [shape, b.op("Not", [drop])], {"axis": 0}))
 
 
 @converter("Unsqueeze", "opset1")
