@@ -14,18 +14,19 @@ from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
 from ir2onnx.ir.weights import Weights
 
-_STRUCTURAL = ("parameter", "result", "const", "constant")
+STRUCTURAL_TYPES = ("parameter", "result", "const", "constant")
 
 
 def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
     """Every (type, version) without a converter, bodies included, with counts and example locations."""
     found: dict[tuple[str, str], list[Layer]] = {}
     for layer in graph.walk():
-        if layer.type_key in _STRUCTURAL:
+        if layer.type_key in STRUCTURAL_TYPES:
             continue
         if registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
-    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3])) for (t, v), ls in sorted(found.items())]
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), registry.refusal_reason(t) or "")
+            for (t, v), ls in sorted(found.items())]
 
 
 def check_supported(graph: Graph) -> None:
