@@ -91,72 +91,8 @@ def range_(ctx: LayerContext) -> ir.Value:
     return out
 
 
-_I64_MAX = 2**63 - 1
-_I64_MIN = -(2**63)
-
-
 def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:
     return [int(v) for v in ctx.require_const(i, what).reshape(-1)]
-
-
-def _mask(ctx: LayerContext, name: str, n: int) -> list[int]:
-    m = ctx.attr_ints(name, [])
-    return (m + [0] * n)[:n]
-
-
-@converter("StridedSlice", "opset1")
-def strided_slice(ctx: LayerContext) -> ir.Value:
-    """OpenVINO masks: begin_mask/end_mask bit 1 = IGNORE that bound; new_axis, shrink_axis, ellipsis as in numpy."""
-    b = ctx.b
-    n = ctx.input_dims(1)[0] if ctx.const(1) is None else ctx.const(1).size  # type: ignore[union-attr]
-    if n is None:
-        raise ctx.error("StridedSlice needs begin of static length")
-    begin_mask, end_mask = _mask(ctx, "begin_mask", n), _mask(ctx, "end_mask", n)
-    new_axis, shrink, ellipsis = (_mask(ctx, m, n) for m in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask"))
-    strides = _ints(ctx, 3, "strides") if len(ctx.inputs) > 3 else [1] * n
-    begin_c, end_c = ctx.const(1), ctx.const(2)
-    simple = not any(new_axis + shrink + ellipsis)
-    if begin_c is None or end_c is None:
-        if not simple or any(begin_mask + end_mask):
-            raise ctx.error("StridedSlice with run-time begin/end needs all masks zero")
-        starts = b.cast(ctx.inputs[1], ir.DataType.INT64)
-        ends = b.cast(ctx.inputs[2], ir.DataType.INT64)
-        return b.slice(ctx.inputs[0], starts, ends, list(range(n)), strides)
-    begin, end = [int(v) for v in begin_c.reshape(-1)], [int(v) for v in end_c.reshape(-1)]
-    rank = ctx.input_rank(0)
-    consumed = sum(1 for i in range(n) if not new_axis[i] and not ellipsis[i])
-    starts, ends, axes, steps, squeeze_axes, unsqueeze_at = [], [], [], [], [], []
-    in_axis = out_axis = 0
-    for i in range(n):
-        if ellipsis[i]:
-            span = rank - consumed
-            in_axis += span
-            out_axis += span
-            continue
-        if new_axis[i]:
-            unsqueeze_at.append(out_axis)
-            out_axis += 1
-            continue
-        step = strides[i]
-        if shrink[i]:
-            s = begin[i]
-            starts.append(s)
-            ends.append(_I64_MAX if s == -1 else s + 1)
-            steps.append(1)
-            squeeze_axes.append(in_axis)
-        else:
-            starts.append((0 if step > 0 else _I64_MAX) if begin_mask[i] else begin[i])
-            ends.append((_I64_MAX if step > 0 else _I64_MIN) if end_mask[i] else end[i])
-            steps.append(step)
-            out_axis += 1
-        axes.append(in_axis)
-        in_axis += 1
-    y = b.slice(ctx.inputs[0], starts, ends, axes, steps) if axes else ctx.inputs[0]
-    if squeeze_axes:
-        y = b.squeeze(y, squeeze_axes)
-    if unsqueeze_at:
-        y = b.unsqueeze(y, unsqueeze_at)
-    return y if y is not ctx.inputs[0] else b.op("Identity", [y])
 
 
 @converter("Slice", "opset8")
