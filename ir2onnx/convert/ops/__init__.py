@@ -8,6 +8,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     reduce,
     rnn,
+    sequence,
     shape,
     strided_slice,
 )

@@ -110,26 +110,62 @@ def _split(ctx: LayerContext, x: ir.Value, axis: int, sizes: ir.Value | None, n:
     return list(ctx.b.op_multi("Split", [x] if sizes is None else [x, sizes], {"axis": axis}, outputs=n))
 
 
+def _slices(ctx: LayerContext, x: ir.Value, axis: ir.Value, sizes: ir.Value, n: int) -> list[ir.Value]:
+    """Split along a run-time axis (ONNX Split takes the axis as an attribute): one Slice per part, the run-time
+    axis given as Slice's axes input."""
+    b = ctx.b
+    ends = b.op("CumSum", [sizes, b.i64(0)])
+    starts = b.op("Sub", [ends, sizes])
+    return [b.op("Slice", [x, b.slice(starts, [k], [k + 1], [0]), b.slice(ends, [k], [k + 1], [0]), axis])
+            for k in range(n)]
+
+
+def _axis_dim(ctx: LayerContext, x: ir.Value, axis: ir.Value) -> ir.Value:
+    """The size of a run-time axis (negative counts from the end) as an int64 [1]."""
+    return ctx.b.op("Gather", [ctx.b.shape_of(x), axis], {"axis": 0})
+
+
 @converter("Split", "opset1")
 def split(ctx: LayerContext) -> list[ir.Value]:
-    axis = _ints(ctx, 1, "the axis")[0]
-    return _split(ctx, ctx.inputs[0], axis, None, ctx.attr_int("num_splits"))
+    n = ctx.attr_int("num_splits")
+    if ctx.const(1) is not None:
+        return _split(ctx, ctx.inputs[0], _ints(ctx, 1, "the axis")[0], None, n)
+    b = ctx.b
+    axis = _axes(ctx, 1)
+    part = b.op("Div", [_axis_dim(ctx, ctx.inputs[0], axis), b.i64([n])])
+    return _slices(ctx, ctx.inputs[0], axis, b.op("Expand", [part, b.i64([n])]), n)
 
 
 @converter("VariadicSplit", "opset1")
 def variadic_split(ctx: LayerContext) -> list[ir.Value]:
-    """A -1 length takes what the others leave (computed at run time from the input's shape)."""
-    axis = _ints(ctx, 1, "the axis")[0]
-    lengths = _ints(ctx, 2, "split_lengths")
+    """A -1 length takes what the others leave (computed at run time from the input's shape). Lengths and axis
+    may be run-time values; which length is -1 is then found at run time too."""
     b = ctx.b
-    if -1 in lengths:
-        rest = b.op("Sub", [b.shape_of(ctx.inputs[0], axis, axis + 1 if axis != -1 else None),
-                            b.i64([sum(v for v in lengths if v != -1)])])
-        k = lengths.index(-1)
-        sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
-    else:
-        sizes = b.i64(lengths)
-    return _split(ctx, ctx.inputs[0], axis, sizes, len(lengths))
+    x = ctx.inputs[0]
+    n = len(ctx.layer.outputs)
+    const_axis = ctx.const(1) is not None
+    lengths_c = ctx.const(2)
+    if const_axis and lengths_c is not None:
+        axis = _ints(ctx, 1, "the axis")[0]
+        lengths = [int(v) for v in lengths_c.reshape(-1)]
+        if -1 in lengths:
+            rest = b.op("Sub", [b.shape_of(x, axis, axis + 1 if axis != -1 else None),
+                                b.i64([sum(v for v in lengths if v != -1)])])
+            k = lengths.index(-1)
+            sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
+        else:
+            sizes = b.i64(lengths)
+        return _split(ctx, x, axis, sizes, len(lengths))
+    axis_v = _axes(ctx, 1)
+    lengths_v = _axes(ctx, 2)
+    dim = _axis_dim(ctx, x, axis_v)
+    unknown = b.op("Equal", [lengths_v, b.i64(-1)])
+    known = b.op("Where", [unknown, b.i64(0), lengths_v])
+    rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
+    sizes = b.op("Where", [unknown, rest, lengths_v])
+    if const_axis:
+        return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
+    return _slices(ctx, x, axis_v, sizes, n)
 
 
 @converter("Broadcast", "opset1", "opset3")
