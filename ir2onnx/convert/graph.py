@@ -25,7 +25,9 @@ def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
             continue
         if registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
-    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3])) for (t, v), ls in sorted(found.items())]
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]),
+                          (registry.opset_problem(t, v) or "") if v != "no version" else "")
+            for (t, v), ls in sorted(found.items())]
 
 
 def check_supported(graph: Graph) -> None:
