@@ -34,7 +34,7 @@ class UnsupportedOp:
     version: str
     count: int
     examples: tuple[str, ...]
-    reason: str = ""  # why it has no exact ONNX form, when that is known
+    reason: str = ""  # a version OpenVINO would refuse, or why the op has no exact ONNX form
 
 
 class UnsupportedOpsError(ConversionError):
@@ -46,8 +46,8 @@ class UnsupportedOpsError(ConversionError):
         for op in self.ops:
             where = "; ".join(op.examples)
             more = f" (+{op.count - len(op.examples)} more)" if op.count > len(op.examples) else ""
-            why = f" [not convertible: {op.reason}]" if op.reason else ""
-            lines.append(f"  - {op.type} ({op.version}) x{op.count}{why}: {where}{more}")
+            why = f" -- {op.reason}" if op.reason else ""
+            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}{why}")
         super().__init__("\n".join(lines))
 
 

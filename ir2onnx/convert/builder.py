@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,31 +172,6 @@ class GraphBuilder:
         g = ir.Graph(self.inputs, outputs, nodes=self.nodes, initializers=self.initializers if self.parent is None else (),
                      opset_imports={"": self.opset} if self.parent is None else None, name=name)
         return g
-
-    def switch(self, index: ir.Value, count: int, branch: Callable[[GraphBuilder, int], Sequence[ir.Value]],
-               types: Sequence[tuple[ir.DataType, int]]) -> tuple[ir.Value, ...]:
-        """The outputs of `branch(child, k)` for k = the run-time int64 scalar `index` (0 <= index < count), as
-        nested ONNX If nodes: how an attribute that OpenVINO takes at run time (an axis, a permutation) is applied.
-        `types` gives each output's element type and rank (subgraph outputs must be typed)."""
-        def subgraph(parent: GraphBuilder, make: Callable[[GraphBuilder], Sequence[ir.Value]]) -> ir.Graph:
-            cb = parent.child()
-            cb.hint, cb.where = parent.hint, parent.where
-            outs: list[ir.Value] = []
-            for v in make(cb):
-                outs.append(v if cb.owns(v) and v not in outs else cb.identity(v))
-            for v, (dtype, rank) in zip(outs, types):
-                v.type, v.shape = ir.TensorType(dtype), ir.Shape([None] * rank)
-            return cb.build(outs, self.names.fresh(f"{self.hint}/case"))
-
-        def from_case(b: GraphBuilder, k: int) -> tuple[ir.Value, ...]:
-            if k == count - 1:
-                return tuple(branch(b, k))
-            then_g = subgraph(b, lambda cb: branch(cb, k))
-            else_g = subgraph(b, lambda cb: from_case(cb, k + 1))
-            return b.op_multi("If", [b.op("Equal", [index, b.i64(k)])], {"then_branch": then_g, "else_branch": else_g},
-                              outputs=len(types))
-
-        return from_case(self, 0)
 
     # ---- shared emit helpers (target-opset differences live here)
     def reduce(self, op_type: str, x: ir.Value, axes: Sequence[int] | ir.Value | None, keepdims: bool,

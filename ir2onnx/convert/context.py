@@ -152,12 +152,6 @@ class LayerContext:
             return [int(v) for v in c.reshape(-1)]
         return self.b.reshape(self.b.cast(self.inputs[i], ir.DataType.INT64), [-1])
 
-    def runtime_axis(self, i: int, rank: int) -> ir.Value:
-        """Input i, a run-time axis, as an int64 scalar in [0, rank) (negative axes count from the end)."""
-        b = self.b
-        a = b.reshape(b.cast(self.inputs[i], ir.DataType.INT64), [])
-        return b.op("Where", [b.op("Less", [a, b.i64(0)]), b.op("Add", [a, b.i64(rank)]), a])
-
     def require_const(self, i: int, what: str) -> np.ndarray:
         v = self.const(i)
         if v is None:

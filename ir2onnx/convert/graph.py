@@ -25,8 +25,17 @@ def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
             continue
         if registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
-    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), registry.refusal_reason(t) or "")
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), _reason(t, v))
             for (t, v), ls in sorted(found.items())]
+
+
+def _reason(op_type: str, version: str) -> str:
+    """Why a (type, version) is refused: a version OpenVINO would not read, or an op with no exact ONNX form."""
+    problem = registry.opset_problem(op_type, version) if version != "no version" else None
+    if problem:
+        return problem
+    why = registry.refusal_reason(op_type)
+    return f"not convertible: {why}" if why else ""
 
 
 def check_supported(graph: Graph) -> None:

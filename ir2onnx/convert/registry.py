@@ -27,6 +27,9 @@ _NOT_CONVERTIBLE: dict[str, str] = {}  # type (lower case) -> why no exact ONNX 
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
 _EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
 _ALIASES = {"const": "constant"}
+# The opsets OpenVINO's IR reader knows (2026.4). Its opset17 is still being filled: it holds only these types.
+NEWEST_OPSET = 17
+_OPSET17_TYPES = {"parameter", "convert", "shapeof", "erfinv", "rgbtonv12", "bgrtonv12"}
 
 
 def _opset_number(version: str) -> int:
@@ -73,12 +76,29 @@ def lookup(op_type: str, version: str) -> Converter | None:
     elif v == "":
         n = min(slot)  # pre-opset IRs: the first version of the op
     else:
-        try:
-            n = _opset_number(v)
-        except ValueError:
+        if opset_problem(key, v) is not None:
             return None
+        n = _opset_number(v)
     eligible = [k for k in slot if k <= n]
     return slot[max(eligible)] if eligible else None
+
+
+def opset_problem(op_type: str, version: str) -> str | None:
+    """Why OpenVINO's reader refuses this `version` attribute for `op_type`, or None when it accepts it."""
+    key = _ALIASES.get(op_type.lower(), op_type.lower())
+    v = version.strip()
+    if v in ("experimental", "extension") and key in _EXPERIMENTAL_AS_OPSET6:
+        return None
+    known = f"the opsets OpenVINO knows are opset1 to opset{NEWEST_OPSET}"
+    try:
+        n = _opset_number(v)
+    except ValueError:
+        return f"'{v}' is not an opset name ({known})"
+    if not 1 <= n <= NEWEST_OPSET:
+        return f"{v} does not exist ({known})"
+    if n == NEWEST_OPSET and key not in _OPSET17_TYPES:
+        return f"OpenVINO's {v} has no {op_type} (its {v} is still being filled)"
+    return None
 
 
 def lookup_layer(layer: Layer) -> Converter | None:

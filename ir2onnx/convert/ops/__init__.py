@@ -9,6 +9,8 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     reduce,
     rnn,
+    sequence,
     shape,
+    strided_slice,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401

@@ -133,72 +133,9 @@ def range_(ctx: LayerContext) -> ir.Value:
 _RANGE_WIDER = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT32", "u8": "INT32", "u16": "INT32"}
 
 
-_I64_MAX = 2**63 - 1
-_I64_MIN = -(2**63)
-
 
 def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:
     return [int(v) for v in ctx.require_const(i, what).reshape(-1)]
-
-
-def _mask(ctx: LayerContext, name: str, n: int) -> list[int]:
-    m = ctx.attr_ints(name, [])
-    return (m + [0] * n)[:n]
-
-
-@converter("StridedSlice", "opset1")
-def strided_slice(ctx: LayerContext) -> ir.Value:
-    """OpenVINO masks: begin_mask/end_mask bit 1 = IGNORE that bound; new_axis, shrink_axis, ellipsis as in numpy."""
-    b = ctx.b
-    n = ctx.input_dims(1)[0] if ctx.const(1) is None else ctx.const(1).size  # type: ignore[union-attr]
-    if n is None:
-        raise ctx.error("StridedSlice needs begin of static length")
-    begin_mask, end_mask = _mask(ctx, "begin_mask", n), _mask(ctx, "end_mask", n)
-    new_axis, shrink, ellipsis = (_mask(ctx, m, n) for m in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask"))
-    strides = _ints(ctx, 3, "strides") if len(ctx.inputs) > 3 else [1] * n
-    begin_c, end_c = ctx.const(1), ctx.const(2)
-    simple = not any(new_axis + shrink + ellipsis)
-    if begin_c is None or end_c is None:
-        if not simple or any(begin_mask + end_mask):
-            raise ctx.error("StridedSlice with run-time begin/end needs all masks zero")
-        starts = b.cast(ctx.inputs[1], ir.DataType.INT64)
-        ends = b.cast(ctx.inputs[2], ir.DataType.INT64)
-        return b.slice(ctx.inputs[0], starts, ends, list(range(n)), strides)
-    begin, end = [int(v) for v in begin_c.reshape(-1)], [int(v) for v in end_c.reshape(-1)]
-    rank = ctx.input_rank(0)
-    consumed = sum(1 for i in range(n) if not new_axis[i] and not ellipsis[i])
-    starts, ends, axes, steps, squeeze_axes, unsqueeze_at = [], [], [], [], [], []
-    in_axis = out_axis = 0
-    for i in range(n):
-        if ellipsis[i]:
-            span = rank - consumed
-            in_axis += span
-            out_axis += span
-            continue
-        if new_axis[i]:
-            unsqueeze_at.append(out_axis)
-            out_axis += 1
-            continue
-        step = strides[i]
-        if shrink[i]:
-            s = begin[i]
-            starts.append(s)
-            ends.append(_I64_MAX if s == -1 else s + 1)
-            steps.append(1)
-            squeeze_axes.append(in_axis)
-        else:
-            starts.append((0 if step > 0 else _I64_MAX) if begin_mask[i] else begin[i])
-            ends.append((_I64_MAX if step > 0 else _I64_MIN) if end_mask[i] else end[i])
-            steps.append(step)
-            out_axis += 1
-        axes.append(in_axis)
-        in_axis += 1
-    y = b.slice(ctx.inputs[0], starts, ends, axes, steps) if axes else ctx.inputs[0]
-    if squeeze_axes:
-        y = b.squeeze(y, squeeze_axes)
-    if unsqueeze_at:
-        y = b.unsqueeze(y, unsqueeze_at)
-    return y if y is not ctx.inputs[0] else b.op("Identity", [y])
 
 
 @converter("Slice", "opset8")
@@ -216,34 +153,62 @@ def _split(ctx: LayerContext, x: ir.Value, axis: int, sizes: ir.Value | None, n:
     return list(ctx.b.op_multi("Split", [x] if sizes is None else [x, sizes], {"axis": axis}, outputs=n))
 
 
+def _slices(ctx: LayerContext, x: ir.Value, axis: ir.Value, sizes: ir.Value, n: int) -> list[ir.Value]:
+    """Split along a run-time axis (ONNX Split takes the axis as an attribute): one Slice per part, the run-time
+    axis given as Slice's axes input."""
+    b = ctx.b
+    ends = b.op("CumSum", [sizes, b.i64(0)])
+    starts = b.op("Sub", [ends, sizes])
+    return [b.op("Slice", [x, b.slice(starts, [k], [k + 1], [0]), b.slice(ends, [k], [k + 1], [0]), axis])
+            for k in range(n)]
+
+
+def _axis_dim(ctx: LayerContext, x: ir.Value, axis: ir.Value) -> ir.Value:
+    """The size of a run-time axis (negative counts from the end) as an int64 [1]."""
+    return ctx.b.op("Gather", [ctx.b.shape_of(x), axis], {"axis": 0})
+
+
 @converter("Split", "opset1")
 def split(ctx: LayerContext) -> list[ir.Value]:
-    """A run-time axis selects among the possible axes at run time (ONNX takes the axis as an attribute)."""
-    n, x = ctx.attr_int("num_splits"), ctx.inputs[0]
-    axis = ctx.const(1)
-    if axis is not None:
-        return _split(ctx, x, int(axis.reshape(-1)[0]), None, n)
-    rank = ctx.input_rank(0)
-    types = [(onnx_dtype(ctx.input_type(0)), rank)] * n
-    return list(ctx.b.switch(ctx.runtime_axis(1, rank), rank,
-                             lambda cb, k: cb.op_multi("Split", [x], {"axis": k, "num_outputs": n}, outputs=n)
-                             if ctx.opset >= 18 else cb.op_multi("Split", [x], {"axis": k}, outputs=n), types))
+    n = ctx.attr_int("num_splits")
+    if ctx.const(1) is not None:
+        return _split(ctx, ctx.inputs[0], _ints(ctx, 1, "the axis")[0], None, n)
+    b = ctx.b
+    axis = _axes(ctx, 1)
+    part = b.op("Div", [_axis_dim(ctx, ctx.inputs[0], axis), b.i64([n])])
+    return _slices(ctx, ctx.inputs[0], axis, b.op("Expand", [part, b.i64([n])]), n)
 
 
 @converter("VariadicSplit", "opset1")
 def variadic_split(ctx: LayerContext) -> list[ir.Value]:
-    """A -1 length takes what the others leave (computed at run time from the input's shape)."""
-    axis = _ints(ctx, 1, "the axis")[0]
-    lengths = _ints(ctx, 2, "split_lengths")
+    """A -1 length takes what the others leave (computed at run time from the input's shape). Lengths and axis
+    may be run-time values; which length is -1 is then found at run time too."""
     b = ctx.b
-    if -1 in lengths:
-        rest = b.op("Sub", [b.shape_of(ctx.inputs[0], axis, axis + 1 if axis != -1 else None),
-                            b.i64([sum(v for v in lengths if v != -1)])])
-        k = lengths.index(-1)
-        sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
-    else:
-        sizes = b.i64(lengths)
-    return _split(ctx, ctx.inputs[0], axis, sizes, len(lengths))
+    x = ctx.inputs[0]
+    n = len(ctx.layer.outputs)
+    const_axis = ctx.const(1) is not None
+    lengths_c = ctx.const(2)
+    if const_axis and lengths_c is not None:
+        axis = _ints(ctx, 1, "the axis")[0]
+        lengths = [int(v) for v in lengths_c.reshape(-1)]
+        if -1 in lengths:
+            rest = b.op("Sub", [b.shape_of(x, axis, axis + 1 if axis != -1 else None),
+                                b.i64([sum(v for v in lengths if v != -1)])])
+            k = lengths.index(-1)
+            sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
+        else:
+            sizes = b.i64(lengths)
+        return _split(ctx, x, axis, sizes, len(lengths))
+    axis_v = _axes(ctx, 1)
+    lengths_v = _axes(ctx, 2)
+    dim = _axis_dim(ctx, x, axis_v)
+    unknown = b.op("Equal", [lengths_v, b.i64(-1)])
+    known = b.op("Where", [unknown, b.i64(0), lengths_v])
+    rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
+    sizes = b.op("Where", [unknown, rest, lengths_v])
+    if const_axis:
+        return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
+    return _slices(ctx, x, axis_v, sizes, n)
 
 
 @converter("Broadcast", "opset1", "opset3")
