@@ -2,8 +2,10 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    bitwise,
     elementwise,
     gather,
+    math,
     nn,
     normalization,
     reduce,
