@@ -2,6 +2,7 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    attention,
     bitwise,
     elementwise,
     gather,
