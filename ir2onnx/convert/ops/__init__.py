@@ -2,11 +2,14 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    attention,
+    bitwise,
     elementwise,
     gather,
-    not_convertible,
+    math,
     nn,
     normalization,
+    not_convertible,
     reduce,
     rnn,
     sequence,
