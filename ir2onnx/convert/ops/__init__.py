@@ -8,6 +8,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     reduce,
     rnn,
+    scatter,
     shape,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
