@@ -4,6 +4,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     activations,
     elementwise,
     gather,
+    movement,
     nn,
     normalization,
     reduce,
