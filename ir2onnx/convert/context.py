@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ir2onnx.convert.graph import Translator
 
 _TYPE_META = "ir2onnx.element_type"
+_RUNTIME_DIMS_META = "ir2onnx.runtime_dims"
 _NO_DEFAULT = object()
 
 
@@ -29,6 +30,16 @@ def value_type(v: ir.Value) -> ElementType | None:
 def set_value_type(v: ir.Value, et: ElementType | None) -> None:
     if et is not None:
         v.meta[_TYPE_META] = et
+
+
+def mark_runtime_dims(v: ir.Value) -> ir.Value:
+    """The value's dims depend on the data (e.g. the rows NMS selects): the IR's declared dims do not hold."""
+    v.meta[_RUNTIME_DIMS_META] = True
+    return v
+
+
+def has_runtime_dims(v: ir.Value) -> bool:
+    return bool(v.meta.get(_RUNTIME_DIMS_META))
 
 
 def _items(raw: str) -> list[str]:

@@ -266,39 +266,3 @@ def pad(ctx: LayerContext) -> ir.Value:
     if mode == "constant" and len(ctx.inputs) > 3:
         ins.append(b.reshape(ctx.inputs[3], []))
     return b.op("Pad", ins, {"mode": mode})
-
-
-@converter("ScatterUpdate", "opset3")
-def scatter_update(ctx: LayerContext) -> ir.Value:
-    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
-    b = ctx.b
-    axis = ctx.normalize_axis(int(ctx.require_const(3, "the axis").reshape(-1)[0]), ctx.input_rank(0))
-    rank = ctx.input_rank(0)
-    data, idx, upd = ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]
-    if axis:
-        perm = [axis] + [a for a in range(rank) if a != axis]
-        data = b.op("Transpose", [data], {"perm": perm})
-        irank = ctx.input_rank(1)
-        urank = ctx.input_rank(2)
-        # updates: [data[:axis], idx..., data[axis+1:]] -> [idx..., data[:axis], data[axis+1:]]
-        uperm = list(range(axis, axis + irank)) + list(range(axis)) + list(range(axis + irank, urank))
-        upd = b.op("Transpose", [upd], {"perm": uperm})
-    y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
-    if axis:
-        inv = [0] * rank
-        for i, p in enumerate(perm):
-            inv[p] = i
-        y = b.op("Transpose", [y], {"perm": inv})
-    return y
-
-
-@converter("ScatterNDUpdate", "opset3")
-def scatter_nd_update(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("ScatterND", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]])
-
-
-@converter("ScatterElementsUpdate", "opset3")
-def scatter_elements_update(ctx: LayerContext) -> ir.Value:
-    axis = int(ctx.require_const(3, "the axis").reshape(-1)[0])
-    return ctx.b.op("ScatterElements", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]],
-                    {"axis": axis})
