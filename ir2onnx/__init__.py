@@ -9,6 +9,7 @@ from ir2onnx.errors import (
     IRReadError,
     IRValidationError,
     LayerConversionError,
+    OpsetError,
     UnsupportedOpsError,
 )
 
@@ -21,6 +22,7 @@ __all__ = [
     "IRReadError",
     "IRValidationError",
     "LayerConversionError",
+    "OpsetError",
     "OutputComparison",
     "UnsupportedOpsError",
     "check",

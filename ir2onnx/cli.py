@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
 from pathlib import Path
@@ -36,7 +37,8 @@ def convert(
     model: Annotated[Path, typer.Argument(help="The IR's model.xml")],
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="ONNX file (default: MODEL with .onnx)")] = None,
     bin_path: Annotated[Optional[Path], typer.Option("--bin", help="Weights file (default: MODEL with .bin)")] = None,
-    opset: Annotated[Optional[int], typer.Option(help="Target ONNX opset")] = None,
+    opset: Annotated[Optional[int], typer.Option(
+        help="Force this ONNX opset (default: the lowest, from 17, that expresses every layer)")] = None,
     check: Annotated[bool, typer.Option("--check", help="Run onnxruntime and compare with OpenVINO")] = False,
     device: Annotated[str, typer.Option(help="cpu or cuda (for --check)")] = "cpu",
     inputs: Annotated[Optional[Path], typer.Option(help=".npz with the check's inputs, keyed by input name")] = None,
@@ -137,6 +139,11 @@ def ops() -> None:
 
 
 def main() -> None:
+    handler = logging.StreamHandler(sys.stderr)  # the library's notes (e.g. the opset chosen) go to stderr
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("ir2onnx")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     app(prog_name="ir2onnx")
 
 

@@ -49,6 +49,15 @@ class UnsupportedOpsError(ConversionError):
         super().__init__("\n".join(lines))
 
 
+class OpsetError(ConversionError):
+    """Layers need a newer ONNX opset than the one asked for (or than onnxruntime runs); all of them are listed."""
+
+    def __init__(self, headline: str, layers: Sequence[tuple[int, str, str]]) -> None:
+        self.layers = list(layers)  # (opset, where, why)
+        lines = [headline] + [f"  - {where}: needs opset {n} ({why})" for n, where, why in self.layers]
+        super().__init__("\n".join(lines))
+
+
 class LayerConversionError(ConversionError):
     """A converter met a layer whose attributes or inputs it cannot translate faithfully."""
 

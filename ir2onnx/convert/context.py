@@ -59,6 +59,10 @@ class LayerContext:
     def opset(self) -> int:
         return self.b.opset
 
+    def require_opset(self, opset: int, why: str) -> None:
+        """This layer needs ONNX opset >= `opset` (for a reason known only now, e.g. a run-time input)."""
+        self.b.require_opset(opset, why)
+
     # ---- errors
     def error(self, message: str) -> LayerConversionError:
         return LayerConversionError(f"{self.layer.where()}: {message}")

@@ -95,6 +95,8 @@ class Translator:
         if fn is None:  # check_supported() runs first; this guards direct use of translate()
             raise UnsupportedOpsError([UnsupportedOp(layer.type, layer.version, 1, (layer.where(),))])
         b.hint = layer.name or f"{layer.type}_{layer.id}"
+        b.where = layer.where()
+        b.require_opset(registry.min_onnx_opset(fn), f"{layer.type} is expressed with ONNX ops of that opset")
         ctx = LayerContext(layer, graph, inputs, b, self)
         try:
             out = fn(ctx)

@@ -17,6 +17,10 @@ Converter = Callable[["LayerContext"], ConverterResult]
 
 # type (lower case) -> {opset number that introduced this version: converter}
 _REGISTRY: dict[str, dict[int, Converter]] = {}
+# converter -> the lowest ONNX opset its output needs (converters that need more only in some cases say so at
+# conversion time through LayerContext.require_opset)
+_MIN_ONNX_OPSET: dict[Converter, int] = {}
+BASE_ONNX_OPSET = 17
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
 _EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
 _ALIASES = {"const": "constant"}
@@ -29,12 +33,17 @@ def _opset_number(version: str) -> int:
     return int(m.group(1))
 
 
-def converter(op_types: str | Sequence[str], *versions: str) -> Callable[[Converter], Converter]:
-    """Register a converter for op type(s) at the opsets that introduced that op version, e.g. ("Gather", "opset8")."""
+def converter(op_types: str | Sequence[str], *versions: str,
+              onnx_opset: int = BASE_ONNX_OPSET) -> Callable[[Converter], Converter]:
+    """Register a converter for op type(s) at the opsets that introduced that op version, e.g. ("Gather", "opset8").
+
+    `onnx_opset` is the lowest ONNX opset the converter can emit (it emits every opset from there up to the newest
+    ir2onnx targets)."""
     types = [op_types] if isinstance(op_types, str) else list(op_types)
     nums = [_opset_number(v) for v in versions] or [1]
 
     def deco(fn: Converter) -> Converter:
+        _MIN_ONNX_OPSET[fn] = onnx_opset
         for t in types:
             slot = _REGISTRY.setdefault(_ALIASES.get(t.lower(), t.lower()), {})
             for n in nums:
@@ -70,6 +79,16 @@ def lookup_layer(layer: Layer) -> Converter | None:
     return lookup(layer.type, layer.version)
 
 
+def min_onnx_opset(fn: Converter) -> int:
+    """The lowest ONNX opset `fn` can emit."""
+    return _MIN_ONNX_OPSET.get(fn, BASE_ONNX_OPSET)
+
+
 def registered() -> dict[str, list[int]]:
     """Supported types and the opsets of their registered versions (for docs and `info`)."""
     return {k: sorted(v) for k, v in sorted(_REGISTRY.items())}
+
+
+def registered_onnx_opsets() -> dict[str, dict[int, int]]:
+    """type -> {IR opset of the version: lowest ONNX opset its converter emits}."""
+    return {k: {n: min_onnx_opset(fn) for n, fn in sorted(v.items())} for k, v in sorted(_REGISTRY.items())}
