@@ -51,11 +51,17 @@ class Job:
         dtypes = save_arrays(self.dir / "in.npz", [np.asarray(inputs[n]) for n in names])
         job = {**spec, "input_names": names, "input_dtypes": dtypes}
         (self.dir / "job.json").write_text(json.dumps(job))
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
         self.started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("worker.py")), str(self.dir)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
     def wait(self) -> RunResult:
+        if self.proc is None:
+            self.start()
+        assert self.proc is not None
         try:
             remaining = None if self.timeout is None else max(0.0, self.timeout - (time.monotonic() - self.started))
             try:
@@ -77,7 +83,7 @@ class Job:
             self.close()
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)  # the worker and anything it started
             except ProcessLookupError:
@@ -90,7 +96,7 @@ class Job:
 
 
 def run_jobs(jobs: list[Job]) -> list[RunResult | RuntimeFailure]:
-    """Wait for jobs started together; each keeps its own time limit."""
+    """Run jobs one after the other (a runaway one cannot slow the others down), each with its own time limit."""
     results: list[RunResult | RuntimeFailure] = []
     try:
         for job in jobs:

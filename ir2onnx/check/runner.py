@@ -112,14 +112,11 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
 
             return run_layerwise(ir_model, onnx_file, feed, notes, common, given=inputs is not None, rtol=rtol,
                                  atol=atol, timeout=timeout, bin_path=bin_path)
-        jobs = [ort_job(onnx_file.path, feed, device, timeout)]
-        if reference:
-            jobs.append(ov_job(xml_path, bin_path, feed, timeout))
-        results = run_jobs(jobs)
-        ref = results[1] if reference else None
+        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout)])[0] if reference else None
         if isinstance(ref, RuntimeFailure):
             raise reference_failure(ref, notes, inputs is not None)
-        return finish(proto, results[0], ref, notes, common, rtol, atol)
+        got = run_jobs([ort_job(onnx_file.path, feed, device, timeout)])[0]
+        return finish(proto, got, ref, notes, common, rtol, atol)
     finally:
         onnx_file.close()
 
