@@ -12,6 +12,7 @@ import onnx
 import onnx_ir as ir
 
 from ir2onnx.check.report import CheckReport, OutputComparison
+from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
@@ -30,6 +31,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     out = convert_ir(model, weights, opset)
     if optimize:
         apply_default_passes(out)
+        layer_map.refresh(out)  # passes may have removed values
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out
@@ -100,16 +102,25 @@ def _all_tensors(graph: onnx.GraphProto):  # type: ignore[no-untyped-def]
 
 
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,
-          bin_path: PathLike | None = None, inputs: Mapping[str, np.ndarray] | None = None,
+          bin_path: PathLike | None = None, inputs: Mapping[str, np.ndarray] | PathLike | None = None,
           device: str = "cpu", rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
-          opset: int | None = None) -> CheckReport:
-    """Run the ONNX model in onnxruntime and, when openvino is importable, compare with OpenVINO on the IR."""
+          opset: int | None = None, timeout: float | None = 60.0, layerwise: bool = False) -> CheckReport:
+    """Run the ONNX model (a proto, or a file) in onnxruntime and, when openvino is importable, compare with
+    OpenVINO on the IR. `inputs`: arrays by input name or an .npz file (default: chosen from the IR). Each runtime
+    runs in a child process stopped after `timeout` seconds. `layerwise` also compares every layer's output and
+    names the first that differs."""
+    from ir2onnx.check.inputs import load_inputs
     from ir2onnx.check.runner import run_check
 
     if onnx_model is None:
         onnx_model = convert(xml_path, bin_path, opset=opset)
-    return run_check(str(xml_path), onnx_model, bin_path=str(bin_path) if bin_path else None, inputs=inputs,
-                     device=device, rtol=rtol, atol=atol, seed=seed)
+    model = onnx_model if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
+    if inputs is not None and not isinstance(inputs, Mapping):
+        header = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
+        inputs = load_inputs(os.fspath(inputs), header)
+    return run_check(os.fspath(xml_path), model, bin_path=os.fspath(bin_path) if bin_path else None,
+                     inputs=inputs, device=device, rtol=rtol, atol=atol, seed=seed, timeout=timeout,
+                     layerwise=layerwise)
 
 
 __all__ = ["CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir"]

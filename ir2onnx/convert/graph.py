@@ -50,15 +50,28 @@ class Translator:
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
         self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
+        # "PATH:PORT" -> the value carrying that layer output (see layer_map.py), and the loops being translated
+        self.layer_values: dict[str, ir.Value] = {}
+        self._scopes: list[tuple[Layer, str]] = []
+
+    def _scope(self, graph: Graph) -> str:
+        """The id path of the bodies enclosing `graph` (`7/3/` inside body 3 of body 7; `""` for the main graph)."""
+        if not self._scopes:
+            return ""
+        owner, outer = self._scopes[-1]
+        bodies = owner.bodies
+        index = next((i for i, body in enumerate(bodies) if body.graph is graph), 0)
+        return f"{outer}{owner.id}{'' if len(bodies) == 1 else f'.{index}'}/"
 
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
         values: dict[tuple[str, int], ir.Value] = {}
         results: dict[str, ir.Value] = {}
+        scope = self._scope(graph)
         for layer in graph.topological_order():
             key = layer.type_key
             if key == "parameter":
-                values[(layer.id, 0)] = bindings[layer.id]
+                values[(layer.id, 0)] = self.layer_values[f"{scope}{layer.id}:0"] = bindings[layer.id]
                 continue
             if key in ("const", "constant"):
                 values[(layer.id, 0)] = self._const(layer, b)
@@ -67,7 +80,13 @@ class Translator:
             if key == "result":
                 results[layer.id] = inputs[0]
                 continue
-            values.update(self._convert_layer(layer, graph, inputs, b))
+            self._scopes.append((layer, scope))
+            try:
+                produced = self._convert_layer(layer, graph, inputs, b)
+            finally:
+                self._scopes.pop()
+            values.update(produced)
+            self.layer_values.update({f"{scope}{lid}:{port}": v for (lid, port), v in produced.items()})
         return results
 
     def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
