@@ -44,6 +44,8 @@ def convert(
     atol: Annotated[float, typer.Option(help="Absolute tolerance of the check")] = 1e-5,
     seed: Annotated[int, typer.Option(help="Seed of the check's random inputs")] = 0,
     optimize: Annotated[bool, typer.Option(help="Apply the default ONNX passes")] = True,
+    fuse: Annotated[bool, typer.Option(help="Fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node "
+                                            "(--no-fuse keeps the loops)")] = True,
     external_data: Annotated[Optional[bool], typer.Option(help="Weights in a side file (default: when > 1 GiB)")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
 ) -> None:
@@ -60,7 +62,7 @@ def convert(
             if not cuda_available():
                 raise ConversionError("--device cuda: onnxruntime's CUDA execution provider is not available "
                                       "(install onnxruntime-gpu on a machine with an NVIDIA GPU)")
-        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize,
+        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize, fuse=fuse,
                                     external_data=external_data)
         out.print(f"wrote {path}", markup=False, highlight=False)
         if not check:
