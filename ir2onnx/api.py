@@ -16,7 +16,7 @@ from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
-from ir2onnx.passes import apply_default_passes
+from ir2onnx.passes import apply_default_passes, fuse_recurrent
 
 PathLike = str | os.PathLike[str]
 
@@ -25,10 +25,14 @@ EXTERNAL_DATA_THRESHOLD = 1 << 30
 
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-                  optimize: bool = True) -> ir.Model:
-    """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin."""
+                  optimize: bool = True, fuse: bool = True) -> ir.Model:
+    """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
+
+    `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node."""
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
     out = convert_ir(model, weights, opset)
+    if fuse:
+        fuse_recurrent(out)
     if optimize:
         apply_default_passes(out)
         layer_map.refresh(out)  # passes may have removed values
@@ -38,19 +42,20 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-            optimize: bool = True) -> onnx.ModelProto:
+            optimize: bool = True, fuse: bool = True) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
-    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize))
+    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
-                 opset: int | None = None, optimize: bool = True, external_data: bool | None = None) -> Path:
+                 opset: int | None = None, optimize: bool = True, fuse: bool = True,
+                 external_data: bool | None = None) -> Path:
     """Convert and write atomically (temp file, then rename). Large weights go to `<output>.data` beside it."""
     xml = Path(xml_path)
     out = Path(output_path) if output_path is not None else xml.with_suffix(".onnx")
     if out.resolve() in {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize)
+    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse)
     total = sum(v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value is not None)
     use_external = total > EXTERNAL_DATA_THRESHOLD if external_data is None else external_data
     out.parent.mkdir(parents=True, exist_ok=True)

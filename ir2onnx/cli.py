@@ -49,6 +49,8 @@ def convert(
     layerwise: Annotated[bool, typer.Option("--layerwise", help="Compare every layer; name the first that differs")] = False,
     report_path: Annotated[Optional[Path], typer.Option("--report", help="Write the check's report as JSON")] = None,
     optimize: Annotated[bool, typer.Option(help="Apply the default ONNX passes")] = True,
+    fuse: Annotated[bool, typer.Option(help="Fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node "
+                                            "(--no-fuse keeps the loops)")] = True,
     external_data: Annotated[Optional[bool], typer.Option(help="Weights in a side file (default: when > 1 GiB)")] = None,
     debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
 ) -> None:
@@ -63,7 +65,7 @@ def convert(
 
             if not cuda_available():
                 raise ConversionError(f"--device cuda: {cuda_unavailable_reason()}")
-        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize,
+        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize, fuse=fuse,
                                     external_data=external_data)
         out.print(f"wrote {path}", markup=False, highlight=False)
         if not check:
