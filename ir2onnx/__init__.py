@@ -1,8 +1,14 @@
-"""ir2onnx: convert OpenVINO IR (model.xml + model.bin), TensorIterator and Loop included, to ONNX."""
+"""ir2onnx: convert OpenVINO IR (model.xml + model.bin), TensorIterator and Loop included, to ONNX.
+
+The API functions are imported on first use, so that `import ir2onnx` (and the command line's `--help`, `ops`,
+`info`) does not load onnx, onnx-ir or the converters.
+"""
 
 from __future__ import annotations
 
-from ir2onnx.api import CheckReport, OutputComparison, check, convert, convert_file, convert_to_ir
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ir2onnx.errors import (
     CheckError,
     ConversionError,
@@ -12,7 +18,30 @@ from ir2onnx.errors import (
     UnsupportedOpsError,
 )
 
+if TYPE_CHECKING:
+    from ir2onnx.api import CheckReport, OutputComparison, check, convert, convert_file, convert_to_ir
+
 __version__ = "0.1.0"
+
+_FROM_API = ("CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir")
+
+# The subpackage ir2onnx.check shares its name with the function: importing it (light) binds the attribute to the
+# subpackage, so import it now and unbind the name; `ir2onnx.check` then resolves to the function below.
+importlib.import_module("ir2onnx.check")
+del globals()["check"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_API:
+        value = getattr(importlib.import_module("ir2onnx.api"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ir2onnx' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FROM_API))
+
 
 __all__ = [
     "CheckError",

@@ -129,6 +129,9 @@ def info(
 @app.command()
 def ops() -> None:
     """The supported IR op types and the opsets of their versions."""
+    from ir2onnx._lazy import defer_import
+
+    defer_import("onnx_ir")  # the converters are only registered here, never run
     import ir2onnx.convert.ops  # noqa: F401
     from ir2onnx.convert.registry import registered
 
