@@ -30,11 +30,21 @@ def defer_import(name: str) -> ModuleType:
     """
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None:
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    parent = name.rpartition(".")[0]
+    if parent and parent not in sys.modules:  # a submodule: finding its spec would import the parent now
+        spec = None
+    else:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     stand_in = _Deferred(name)
     stand_in.__spec__ = spec
-    stand_in.__file__ = spec.origin
     sys.modules[name] = stand_in
     return stand_in
+
+
+def defer_symbolic_shapes() -> None:
+    """Defer sympy (about half of onnx-ir's import time): onnx-ir needs it only for arithmetic on symbolic
+    dimensions, which a conversion does not do; should anything use it, it is imported then."""
+    defer_import("sympy")
+    defer_import("onnx_ir._symbolic_shapes")  # builds a table of sympy functions when imported

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import traceback
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -44,13 +46,25 @@ def convert(
     atol: Annotated[float, typer.Option(help="Absolute tolerance of the check")] = 1e-5,
     seed: Annotated[int, typer.Option(help="Seed of the check's random inputs")] = 0,
     optimize: Annotated[bool, typer.Option(help="Apply the default ONNX passes")] = True,
-    external_data: Annotated[Optional[bool], typer.Option(help="Weights in a side file (default: when > 1 GiB)")] = None,
+    weights: Annotated[Optional[WeightMode], typer.Option(
+        help="Where the weights go. reference: the ONNX file points into the IR's .bin (no copy; the .onnx then "
+             "needs the .bin at the same path relative to it, in its directory or below), weights the conversion "
+             "computes go to OUT.onnx.data. copy: all to OUT.onnx.data. inline: all inside the .onnx (< 2 GiB). "
+             "Default: reference when the output's directory holds the .bin, else copy.",
+        show_default=False)] = None,
+    external_data: Annotated[Optional[bool], typer.Option(
+        help="Older spelling: --external-data is --weights copy, --no-external-data is --weights inline")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no 'wrote' line")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
 ) -> None:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
+    from ir2onnx._lazy import defer_symbolic_shapes
+
+    defer_symbolic_shapes()  # onnx-ir's sympy is only needed for shape arithmetic the conversion does not do
     import ir2onnx
     from ir2onnx.check.inputs import load_inputs
 
+    bar = _progress_bar(quiet)
     try:
         if device not in ("cpu", "cuda"):
             raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
@@ -60,17 +74,21 @@ def convert(
             if not cuda_available():
                 raise ConversionError("--device cuda: onnxruntime's CUDA execution provider is not available "
                                       "(install onnxruntime-gpu on a machine with an NVIDIA GPU)")
-        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize,
-                                    external_data=external_data)
-        out.print(f"wrote {path}", markup=False, highlight=False)
+        with bar:
+            path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize,
+                                        weights=weights.value if weights is not None else None,
+                                        external_data=external_data, progress=bar.update)
+        if not quiet:
+            out.print(f"wrote {path}", markup=False, highlight=False)
         if not check:
             return
         import onnx
 
-        proto = onnx.load(str(path))
-        feed = load_inputs(str(inputs), proto) if inputs is not None else None
-        report = ir2onnx.check(model, proto, bin_path=bin_path, inputs=feed, device=device, rtol=rtol, atol=atol,
-                               seed=seed)
+        with _status("checking: onnxruntime and OpenVINO run the model", quiet):
+            proto = onnx.load(str(path))
+            feed = load_inputs(str(inputs), proto) if inputs is not None else None
+            report = ir2onnx.check(model, proto, bin_path=bin_path, inputs=feed, device=device, rtol=rtol,
+                                   atol=atol, seed=seed)
     except typer.Exit:
         raise
     except Exception as e:  # noqa: BLE001  every failure becomes one readable line and an exit code
@@ -79,6 +97,54 @@ def convert(
     _print_report(report)
     if not report.passed:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+class WeightMode(str, Enum):
+    reference = "reference"
+    copy = "copy"
+    inline = "inline"
+
+
+class _WriteProgress:
+    """A transient progress bar on stderr for the weights being written (only on a terminal, and not --quiet)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> _WriteProgress:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total < _PROGRESS_MIN_BYTES:
+            return
+        if self._progress is None:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+            self._progress = Progress(TextColumn("writing weights"), BarColumn(), DownloadColumn(),
+                                      TransferSpeedColumn(), console=err, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("weights", total=total)
+        self._progress.update(self._task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+_PROGRESS_MIN_BYTES = 64 << 20  # below this, writing takes a moment: no bar
+
+
+def _progress_bar(quiet: bool) -> _WriteProgress:
+    return _WriteProgress(not quiet and err.is_terminal)
+
+
+def _status(message: str, quiet: bool):  # type: ignore[no-untyped-def]
+    """A spinner on stderr while a longer step runs (only on a terminal, and not --quiet)."""
+    if quiet or not err.is_terminal:
+        return contextlib.nullcontext()
+    return err.status(message)
 
 
 def _print_report(report) -> None:  # type: ignore[no-untyped-def]

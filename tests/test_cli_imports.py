@@ -47,3 +47,11 @@ def test_deferred_module_works_once_used() -> None:
             "assert ir.Value is sys.modules['onnx_ir'].Value; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_api_names_win_over_same_named_subpackages() -> None:
+    code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
+            "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
+            "from ir2onnx import convert, check, convert_file; print(convert.__module__, check.__module__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["ir2onnx.api", "ir2onnx.api"], r.stderr
