@@ -55,3 +55,15 @@ def test_api_names_win_over_same_named_subpackages() -> None:
             "from ir2onnx import convert, check, convert_file; print(convert.__module__, check.__module__)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and r.stdout.split() == ["ir2onnx.api", "ir2onnx.api"], r.stderr
+
+
+def test_convert_does_not_load_sympy(tmp_path: Path) -> None:
+    args = ["convert", str(ROOT / "samples" / "ti_lstm" / "model.xml"), "-o", str(tmp_path / "m.onnx"), "--quiet"]
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    result = json.loads(r.stderr.strip().splitlines()[-1])
+    assert result["code"] in (0, None), r.stderr
+    assert (tmp_path / "m.onnx").exists()
+    loaded = set(result["modules"])
+    assert "onnx_ir._core" in loaded and not any(m.startswith("sympy.") for m in loaded)
+    assert not any(m.split(".")[0] in ("onnxruntime", "openvino") for m in loaded)
