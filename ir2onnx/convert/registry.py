@@ -6,13 +6,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Union
 
-import onnx_ir as ir
+if TYPE_CHECKING:  # the registry itself needs no onnx-ir: `ir2onnx ops` lists it without loading the graph library
+    import onnx_ir as ir
 
-if TYPE_CHECKING:
     from ir2onnx.convert.context import LayerContext
     from ir2onnx.ir.model import Layer
 
-ConverterResult = Union[ir.Value, Sequence[ir.Value]]
+ConverterResult = Union["ir.Value", Sequence["ir.Value"]]
 Converter = Callable[["LayerContext"], ConverterResult]
 
 # type (lower case) -> {opset number that introduced this version: converter}
