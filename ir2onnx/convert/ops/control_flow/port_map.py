@@ -67,6 +67,10 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
             plan.inputs.append(BodyInput("current_iteration", param, e, None))
             continue
         outer = ctx.inputs[e.external_port_id]
+        inner_type, outer_type = param_type(param), ctx.input_type(e.external_port_id)
+        if inner_type is not None and inner_type != outer_type:  # OpenVINO's CPU plugin cannot run it either
+            raise ctx.error(f"port_map input (line {e.line}) feeds input port {e.external_port_id} "
+                            f"({outer_type.name}) to body {param.where()} of type {inner_type.name}")
         if e.sliced:  # a back edge to a sliced Parameter has no effect: OpenVINO feeds the slice every iteration
             plan.inputs.append(BodyInput("sliced", param, e, outer))
         elif param.id in back:
