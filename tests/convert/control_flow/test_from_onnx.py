@@ -78,6 +78,10 @@ def test_compressed_weights_inside_a_loop(tmp_path: Path) -> None:
     assert_equivalent(xml, rng_inputs([((2, 5, 3), np.float32), ((2, 4), np.float32), ((2, 4), np.float32)]))
 
 
+I64, BOOL = TensorProto.INT64, TensorProto.BOOL
+_vi = helper.make_tensor_value_info
+
+
 def _loop_body(use_iteration: bool) -> onnx.GraphProto:
     """s <- s * 0.5 + x (+ i / 4); continue while sum(s) < 6; scan output s * 2."""
     nodes = [helper.make_node("Mul", ["s_in", "half"], ["s_half"]), helper.make_node("Add", ["s_half", "x"], ["s_x"])]
@@ -89,13 +93,12 @@ def _loop_body(use_iteration: bool) -> onnx.GraphProto:
     nodes += [helper.make_node("ReduceSum", ["s_out"], ["total"], keepdims=0),
               helper.make_node("Less", ["total", "limit"], ["c_out"]),
               helper.make_node("Mul", ["s_out", "two"], ["scan"])]
-    consts = [helper.make_tensor(n, F, [], [v]) for n, v in (("half", 0.5), ("four", 4.0), ("limit", 6.0), ("two", 2.0))]
+    consts = [helper.make_tensor(n, F, [], [v])
+              for n, v in (("half", 0.5), ("four", 4.0), ("limit", 6.0), ("two", 2.0))]
     return helper.make_graph(
         nodes, "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_in", F, [2, 3])],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("s_out", F, [2, 3]),
-         helper.make_tensor_value_info("scan", F, [2, 3])], consts)
+        [_vi("i", I64, []), _vi("c_in", BOOL, []), _vi("s_in", F, [2, 3])],
+        [_vi("c_out", BOOL, []), _vi("s_out", F, [2, 3]), _vi("scan", F, [2, 3])], consts)
 
 
 @pytest.mark.parametrize("use_iteration", [False, True])
@@ -103,9 +106,8 @@ def _loop_body(use_iteration: bool) -> onnx.GraphProto:
 def test_onnx_loop_with_computed_condition(tmp_path: Path, use_iteration: bool, trip: int) -> None:
     graph = helper.make_graph(
         [helper.make_node("Loop", ["M", "cond", "s0"], ["s", "ys"], body=_loop_body(use_iteration))], "g",
-        [helper.make_tensor_value_info("M", TensorProto.INT64, []), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s0", F, [2, 3]), helper.make_tensor_value_info("x", F, [2, 3])],
-        [helper.make_tensor_value_info("s", F, [2, 3]), helper.make_tensor_value_info("ys", F, None)])
+        [_vi("M", I64, []), _vi("cond", BOOL, []), _vi("s0", F, [2, 3]), _vi("x", F, [2, 3])],
+        [_vi("s", F, [2, 3]), _vi("ys", F, None)])
     xml = _to_ir(graph, tmp_path)
     assert 'type="Loop"' in xml.read_text()
     s0, x = rng_inputs([((2, 3), np.float32), ((2, 3), np.float32)], seed=trip)
@@ -116,9 +118,7 @@ def test_onnx_loop_without_trip_count(tmp_path: Path) -> None:
     """No M: the loop runs until the body condition is false (OpenVINO: trip count -1)."""
     graph = helper.make_graph(
         [helper.make_node("Loop", ["", "cond", "s0"], ["s", "ys"], body=_loop_body(True))], "g",
-        [helper.make_tensor_value_info("cond", TensorProto.BOOL, []), helper.make_tensor_value_info("s0", F, [2, 3]),
-         helper.make_tensor_value_info("x", F, [2, 3])],
-        [helper.make_tensor_value_info("s", F, [2, 3]), helper.make_tensor_value_info("ys", F, None)])
+        [_vi("cond", BOOL, []), _vi("s0", F, [2, 3]), _vi("x", F, [2, 3])], [_vi("s", F, [2, 3]), _vi("ys", F, None)])
     xml = _to_ir(graph, tmp_path)
     s0, x = rng_inputs([((2, 3), np.float32), ((2, 3), np.float32)])
     assert_equivalent(xml, [np.array(True), s0 * 0.1, np.abs(x) + 0.1])

@@ -11,7 +11,6 @@ from lxml import etree
 import ir2onnx
 from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.errors import LayerConversionError
-
 from tests.convert.control_flow.builders import loop_model, ti_accumulate
 from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir

@@ -53,7 +53,8 @@ def _drop_input(root: etree._Element, op_type: str, external_port_id: str) -> No
     ports = layer.find("input")
     ports.remove(next(p for p in ports if p.get("id") == external_port_id))
     edges = root.find("edges")
-    edges.remove(next(e for e in edges if e.get("to-layer") == layer.get("id") and e.get("to-port") == external_port_id))
+    edges.remove(next(e for e in edges
+                      if e.get("to-layer") == layer.get("id") and e.get("to-port") == external_port_id))
 
 
 def _add_back_edge(root: etree._Element, op_type: str, from_name: str, to_name: str) -> None:
