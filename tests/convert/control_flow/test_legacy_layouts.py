@@ -84,7 +84,7 @@ def test_loop_legacy_layout(tmp_path: Path, v10: bool) -> None:
 
 # ---- Hand-written IR v10 in Model Optimizer's style (see mo_ir.py), in the shapes of OpenVINO's own IR tests.
 
-def _lstm_ti(tmp_path: Path, axis: int, reverse: bool, slice_attrs: dict[str, int], last_values: bool,
+def _lstm_ti(tmp_path: Path, axis: int, slice_attrs: dict[str, int], last_values: bool, cell_version: str,
              T: int = 5, I: int = 3, H: int = 4) -> Path:
     """X[1,T,I] (axis 1) or X[T,1,I] (axis 0) -> TensorIterator{Reshape -> LSTMCell-4 -> Reshape} -> Y (+ H, C)."""
     rng = np.random.default_rng(7)
@@ -99,7 +99,7 @@ def _lstm_ti(tmp_path: Path, axis: int, reverse: bool, slice_attrs: dict[str, in
     r = body.const("R", (rng.standard_normal((4 * H, H)) * 0.5).astype(np.float32))
     bias = body.const("B", (rng.standard_normal(4 * H) * 0.1).astype(np.float32))
     cell = body.add("LSTMCell", "cell", [[1, I], [1, H], [1, H], [4 * H, I], [4 * H, H], [4 * H]],
-                    [("f32", [1, H]), ("f32", [1, H])], data={"hidden_size": H}, version="opset4",
+                    [("f32", [1, H]), ("f32", [1, H])], data={"hidden_size": H}, version=cell_version,
                     sources=[(sq, 0), (h, 0), (c, 0), (w, 0), (r, 0), (bias, 0)])
     r_h = body.result("h_out", (cell, 0), [1, H])
     r_c = body.result("c_out", (cell, 1), [1, H])
@@ -125,14 +125,15 @@ def _lstm_ti(tmp_path: Path, axis: int, reverse: bool, slice_attrs: dict[str, in
     return write(tmp_path / "model.xml", net)
 
 
-@pytest.mark.parametrize(("axis", "reverse", "slice_attrs", "last_values"), [
-    (1, False, {"start": 0, "end": -1, "stride": 1, "part_size": 1}, True),
-    (1, True, {"start": -1, "end": 0, "stride": -1}, False),  # no part_size; only the sequence output
-    (0, False, {"part_size": 1, "stride": 1}, True),  # batch-major time axis, no start/end
+@pytest.mark.parametrize(("axis", "slice_attrs", "last_values", "cell_version"), [
+    (1, {"start": 0, "end": -1, "stride": 1, "part_size": 1}, True, "opset4"),
+    (1, {"start": 0, "end": -1, "stride": 1, "part_size": 1}, True, "opset1"),  # LSTMCell-0 without peepholes
+    (1, {"start": -1, "end": 0, "stride": -1}, False, "opset4"),  # no part_size; only the sequence output
+    (0, {"part_size": 1, "stride": 1}, True, "opset4"),  # batch-major time axis, no start/end
 ])
-def test_model_optimizer_lstm_tensor_iterator(tmp_path: Path, axis: int, reverse: bool, slice_attrs: dict[str, int],
-                                              last_values: bool) -> None:
-    xml = _lstm_ti(tmp_path, axis, reverse, slice_attrs, last_values)
+def test_model_optimizer_lstm_tensor_iterator(tmp_path: Path, axis: int, slice_attrs: dict[str, int],
+                                              last_values: bool, cell_version: str) -> None:
+    xml = _lstm_ti(tmp_path, axis, slice_attrs, last_values, cell_version)
     x_shape = (1, 5, 3) if axis == 1 else (5, 1, 3)
     proto = assert_equivalent(xml, rng_inputs([(x_shape, np.float32), ((1, 4), np.float32), ((1, 4), np.float32)]))
     assert count_ops(proto, "LSTM") == 1
