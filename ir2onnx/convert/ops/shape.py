@@ -33,13 +33,22 @@ def _axes(ctx: LayerContext, i: int) -> ir.Value:
     return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [-1])
 
 
-@converter("Squeeze", "opset1")
+@converter("Squeeze", "opset1", "opset15")
 def squeeze(ctx: LayerContext) -> ir.Value:
-    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input)."""
+    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input).
+    opset15 `allow_axis_skip`: listed axes whose size is not 1 stay (a Reshape to the shape without the others)."""
     axes = ctx.const(1)
     if len(ctx.inputs) < 2 or (axes is not None and axes.size == 0):
         return ctx.b.op("Squeeze", [ctx.inputs[0]])
-    return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    if not ctx.attr_bool("allow_axis_skip", False):
+        return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    b, x, rank = ctx.b, ctx.inputs[0], ctx.input_rank(0)
+    listed = b.op("Equal", [b.unsqueeze(b.op("Range", [b.i64(0), b.i64(rank), b.i64(1)]), [1]),
+                            b.unsqueeze(b.op("Mod", [b.op("Add", [_axes(ctx, 1), b.i64(rank)]), b.i64(rank)]), [0])])
+    listed = b.cast(b.reduce("ReduceMax", b.cast(listed, ir.DataType.INT64), [1], False), ir.DataType.BOOL)
+    shape = b.shape_of(x)
+    drop = b.op("And", [listed, b.op("Equal", [shape, b.i64(1)])])
+    return b.reshape(x, b.op("Compress", [shape, b.op("Not", [drop])], {"axis": 0}))
 
 
 @converter("Unsqueeze", "opset1")
@@ -68,12 +77,38 @@ def shape_of(ctx: LayerContext) -> ir.Value:
 
 @converter("Transpose", "opset1")
 def transpose(ctx: LayerContext) -> ir.Value:
-    perm = ctx.require_const(1, "the permutation")
-    order = [int(p) for p in perm.reshape(-1)]
+    """An empty order reverses the axes. A run-time order (ONNX takes it as an attribute) is applied by gathering
+    the flattened input at the permuted positions."""
     rank = ctx.input_rank(0)
-    if not order:
-        order = list(range(rank - 1, -1, -1))
-    return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    perm = ctx.const(1)
+    if perm is not None:
+        order = [int(p) for p in perm.reshape(-1)] or list(range(rank - 1, -1, -1))
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    if ctx.input_dims(1) == (0,):
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": list(range(rank - 1, -1, -1))})
+    return _transpose_runtime(ctx, rank)
+
+
+def _transpose_runtime(ctx: LayerContext, rank: int) -> ir.Value:
+    """y[j_0..j_r-1] = x.flat[sum_k j_k * stride(perm[k])], y's shape = shape(x)[perm]."""
+    b, x = ctx.b, ctx.inputs[0]
+    perm = b.cast(ctx.inputs[1], ir.DataType.INT64)
+    perm = b.op("Where", [b.op("Less", [perm, b.i64(0)]), b.op("Add", [perm, b.i64(rank)]), perm])
+    shape = b.shape_of(x)
+    strides = [b.i64([1])]
+    for k in range(rank - 1, 0, -1):  # stride(k) = prod(shape[k+1:])
+        strides.insert(0, b.op("Mul", [strides[0], b.shape_of(x, k, k + 1)]))
+    out_shape = b.op("Gather", [shape, perm], {"axis": 0})
+    taken = b.op("Gather", [b.concat(strides, 0), perm], {"axis": 0})
+    flat = None
+    for k in range(rank):
+        n = b.reshape(b.op("Gather", [out_shape, b.i64(k)], {"axis": 0}), [])
+        along = b.op("Mul", [b.op("Range", [b.i64(0), n, b.i64(1)]), b.op("Gather", [taken, b.i64(k)], {"axis": 0})])
+        along = b.reshape(along, [1] * k + [-1] + [1] * (rank - k - 1))
+        flat = along if flat is None else b.op("Add", [flat, along])
+    if flat is None:  # rank 0
+        return b.identity(x)
+    return b.op("Gather", [b.reshape(x, [-1]), flat], {"axis": 0})
 
 
 @converter("Identity", "opset16")
@@ -85,10 +120,18 @@ def identity(ctx: LayerContext) -> ir.Value:
 def range_(ctx: LayerContext) -> ir.Value:
     """Scalars start/stop/step in the output type (opset4 `output_type`; opset1 follows the inputs)."""
     et = ctx.output_type(0)
-    args = [ctx.b.reshape(ctx.b.cast(v, onnx_dtype(et)), []) for v in ctx.inputs[:3]]
+    wide = _RANGE_WIDER.get(et.name)  # onnxruntime's Range has no kernel for these types: computed in f32/i32
+    dtype = ir.DataType[wide] if wide else onnx_dtype(et)
+    args = [ctx.b.reshape(ctx.b.cast(v, dtype), []) for v in ctx.inputs[:3]]
     out = ctx.b.op("Range", args)
+    if wide:
+        out = ctx.b.cast(out, onnx_dtype(et))
     set_value_type(out, et)
     return out
+
+
+_RANGE_WIDER = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT32", "u8": "INT32", "u16": "INT32"}
+
 
 
 def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:
@@ -223,39 +266,3 @@ def pad(ctx: LayerContext) -> ir.Value:
     if mode == "constant" and len(ctx.inputs) > 3:
         ins.append(b.reshape(ctx.inputs[3], []))
     return b.op("Pad", ins, {"mode": mode})
-
-
-@converter("ScatterUpdate", "opset3")
-def scatter_update(ctx: LayerContext) -> ir.Value:
-    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
-    b = ctx.b
-    axis = ctx.normalize_axis(int(ctx.require_const(3, "the axis").reshape(-1)[0]), ctx.input_rank(0))
-    rank = ctx.input_rank(0)
-    data, idx, upd = ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]
-    if axis:
-        perm = [axis] + [a for a in range(rank) if a != axis]
-        data = b.op("Transpose", [data], {"perm": perm})
-        irank = ctx.input_rank(1)
-        urank = ctx.input_rank(2)
-        # updates: [data[:axis], idx..., data[axis+1:]] -> [idx..., data[:axis], data[axis+1:]]
-        uperm = list(range(axis, axis + irank)) + list(range(axis)) + list(range(axis + irank, urank))
-        upd = b.op("Transpose", [upd], {"perm": uperm})
-    y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
-    if axis:
-        inv = [0] * rank
-        for i, p in enumerate(perm):
-            inv[p] = i
-        y = b.op("Transpose", [y], {"perm": inv})
-    return y
-
-
-@converter("ScatterNDUpdate", "opset3")
-def scatter_nd_update(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("ScatterND", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]])
-
-
-@converter("ScatterElementsUpdate", "opset3")
-def scatter_elements_update(ctx: LayerContext) -> ir.Value:
-    axis = int(ctx.require_const(3, "the axis").reshape(-1)[0])
-    return ctx.b.op("ScatterElements", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]],
-                    {"axis": axis})
