@@ -9,7 +9,6 @@ when the inputs are constant and emitted as Where nodes otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx_ir as ir
@@ -21,8 +20,7 @@ from ir2onnx.convert.registry import converter
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
 
-if TYPE_CHECKING:
-    Vec = np.ndarray | ir.Value  # an int64 vector, constant or computed
+Vec = "np.ndarray | ir.Value"  # an int64 vector, constant or computed
 
 
 @dataclass(frozen=True)
