@@ -11,6 +11,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     reduce,
     rnn,
     scatter,
+    search,
     shape,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
