@@ -3,6 +3,7 @@
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
     elementwise,
+    embedding,
     gather,
     movement,
     nms,
