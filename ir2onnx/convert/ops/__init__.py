@@ -11,6 +11,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     reduce,
     rnn,
+    roi,
     scatter,
     search,
     shape,
