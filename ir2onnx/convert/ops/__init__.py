@@ -8,6 +8,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     movement,
     nms,
     nn,
+    priors,
     normalization,
     reduce,
     rnn,
