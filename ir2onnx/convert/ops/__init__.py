@@ -16,5 +16,6 @@ from ir2onnx.convert.ops import (  # noqa: F401
     scatter,
     search,
     shape,
+    yolo,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
