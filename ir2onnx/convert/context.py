@@ -156,6 +156,13 @@ class LayerContext:
         cv = self.inputs[i].const_value
         return cv.numpy() if cv is not None else None
 
+    def ints_or_value(self, i: int) -> list[int] | ir.Value:
+        """Input i as a list of ints when constant, else as a run-time 1-D int64 value."""
+        c = self.const(i)
+        if c is not None:
+            return [int(v) for v in c.reshape(-1)]
+        return self.b.reshape(self.b.cast(self.inputs[i], ir.DataType.INT64), [-1])
+
     def require_const(self, i: int, what: str) -> np.ndarray:
         v = self.const(i)
         if v is None:

@@ -15,6 +15,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
 import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
+from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
@@ -133,7 +134,8 @@ def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.
     wanted = {n for n in out_names if n not in in_names}
     for n in wanted:
         b.names.reserve(n)
-    results = Translator(weights).translate(g, b, bindings)
+    translator = Translator(weights)
+    results = translator.translate(g, b, bindings)
     outputs: list[ir.Value] = []
     taken: set[ir.Value] = set()
     for r, name in zip(g.results, out_names):
@@ -158,6 +160,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.
     for v, r in zip(outputs, g.results):
         if not has_runtime_dims(v):
             v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+    layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
 
 

@@ -2,20 +2,26 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    attention,
+    bitwise,
     elementwise,
     embedding,
     gather,
+    math,
     movement,
     nms,
     nn,
-    priors,
     normalization,
+    not_convertible,
+    priors,
     reduce,
     rnn,
     roi,
     scatter,
     search,
+    sequence,
     shape,
+    strided_slice,
     yolo,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
