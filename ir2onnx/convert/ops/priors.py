@@ -19,8 +19,6 @@ from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
-_F32 = ir.DataType.FLOAT
-
 
 @dataclass(frozen=True)
 class _Prior:
@@ -39,7 +37,7 @@ def _f(b: GraphBuilder, v: float | list[float]) -> ir.Value:
 def _sizes(ctx: LayerContext, i: int) -> tuple[ir.Value, ir.Value]:
     """(height, width) of a [2] size input as float32 scalars."""
     b = ctx.b
-    v = b.cast(b.cast(ctx.inputs[i], ir.DataType.INT64), _F32)  # sizes are integers (as OpenVINO reads them)
+    v = b.cast(b.cast(ctx.inputs[i], ir.DataType.INT64), ir.DataType.FLOAT)  # sizes are integers (as OpenVINO reads them)
     return b.reshape(b.slice(v, [0], [1], [0]), []), b.reshape(b.slice(v, [1], [2], [0]), [])
 
 
@@ -108,6 +106,15 @@ def _declared_priors(ratios: list[float], flip: bool, min_size: list[float], max
     return n
 
 
+def _cells(fs: float, d: int, bw: float, bh: float) -> list[_Prior]:
+    """The density x density fixed-size priors of one size around the cell centre."""
+    shift = int(fs / d)
+    # centre - fixed_size / 2 + shift / 2 + c * shift: OpenVINO's CPU plugin (and specification) halve fixed_size as
+    # a float; its constant folding halves the integer part (which differs for odd sizes)
+    return [_Prior(bw, bh, -fs / 2 + shift / 2 + c * shift, -fs / 2 + shift / 2 + r * shift, True)
+            for r in range(d) for c in range(d)]
+
+
 def _aspect_ratios(ratios: list[float], flip: bool) -> list[float]:
     out = [1.0]
     for ar in ratios:
@@ -136,23 +143,16 @@ def prior_box(ctx: LayerContext) -> ir.Value:
     priors: list[_Prior] = []
     for s, fs in enumerate(fixed_size):
         d = int(density[s])
-        shift = int(fs / d)
         fs_int = int(fs)
-
-        def cells(bw: float, bh: float) -> list[_Prior]:
-            # centre - fixed_size / 2 + shift / 2 + c * shift: OpenVINO's CPU plugin (and specification) divide
-            # fixed_size as a float; its constant folding divides the integer part (differs for odd sizes)
-            return [_Prior(bw, bh, -fs / 2 + shift / 2 + c * shift, -fs / 2 + shift / 2 + r * shift, True)
-                    for r in range(d) for c in range(d)]
         if fixed_ratio:
             for ar in fixed_ratio:
-                priors += cells(fs * 0.5 * math.sqrt(ar), fs * 0.5 / math.sqrt(ar))
+                priors += _cells(fs, d, fs * 0.5 * math.sqrt(ar), fs * 0.5 / math.sqrt(ar))
         else:
             if density:
-                priors += cells(fs_int * 0.5, fs_int * 0.5)
+                priors += _cells(fs, d, fs_int * 0.5, fs_int * 0.5)
             for ar in ratios:
                 if abs(ar - 1.0) >= 1e-6:
-                    priors += cells(fs * 0.5 * math.sqrt(ar), fs * 0.5 / math.sqrt(ar))
+                    priors += _cells(fs, d, fs * 0.5 * math.sqrt(ar), fs * 0.5 / math.sqrt(ar))
     kind = 0 if scale_all else 1
     for i, ms in enumerate(min_size):
         priors.append(_Prior(ms * 0.5, ms * 0.5, scaled=kind))
@@ -166,8 +166,8 @@ def prior_box(ctx: LayerContext) -> ir.Value:
         priors += big + ars if order else ars + big
     fh, fw = _sizes(ctx, 0)
     ih, iw = _sizes(ctx, 1)
-    cols = b.cast(b.op("Range", [b.i64(0), b.cast(fw, ir.DataType.INT64), b.i64(1)]), _F32)
-    rows = b.cast(b.op("Range", [b.i64(0), b.cast(fh, ir.DataType.INT64), b.i64(1)]), _F32)
+    cols = b.cast(b.op("Range", [b.i64(0), b.cast(fw, ir.DataType.INT64), b.i64(1)]), ir.DataType.FLOAT)
+    rows = b.cast(b.op("Range", [b.i64(0), b.cast(fh, ir.DataType.INT64), b.i64(1)]), ir.DataType.FLOAT)
     if not scale_all and step != 0:  # mxnet-like: the step is relative to the image height
         st = b.op("Div", [ih, fh]) if step == -1 else b.op("Mul", [_f(b, step), ih])
         cx = b.op("Mul", [b.op("Add", [cols, _f(b, offset)]), st])
@@ -197,8 +197,8 @@ def prior_box_clustered(ctx: LayerContext) -> ir.Value:
     offset = ctx.attr_float("offset")
     fh, fw = _sizes(ctx, 0)
     ih, iw = _sizes(ctx, 1)
-    cols = b.cast(b.op("Range", [b.i64(0), b.cast(fw, ir.DataType.INT64), b.i64(1)]), _F32)
-    rows = b.cast(b.op("Range", [b.i64(0), b.cast(fh, ir.DataType.INT64), b.i64(1)]), _F32)
+    cols = b.cast(b.op("Range", [b.i64(0), b.cast(fw, ir.DataType.INT64), b.i64(1)]), ir.DataType.FLOAT)
+    rows = b.cast(b.op("Range", [b.i64(0), b.cast(fh, ir.DataType.INT64), b.i64(1)]), ir.DataType.FLOAT)
     if step_w == 0 and step_h == 0:
         sw, sh = b.op("Div", [iw, fw]), b.op("Div", [ih, fh])
     else:

@@ -16,9 +16,6 @@ from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
-_F32 = ir.DataType.FLOAT
-_I64 = ir.DataType.INT64
-
 
 def _f(b: GraphBuilder, v: float) -> ir.Value:
     return b.const(np.array(v, np.float32))
@@ -36,27 +33,27 @@ class _Axis:
                  pooled: int, size: ir.Value) -> None:
         # pre[r, p, s] = (start + p * bin) + bin / count * (s + 0.5), as OpenVINO orders the arithmetic
         p = b.const(np.arange(pooled, dtype=np.float32).reshape(1, pooled, 1))
-        s = b.op("Range", [_f(b, 0.5), b.op("Add", [b.cast(s_max, _F32), _f(b, 0.5)]), _f(b, 1.0)])
+        s = b.op("Range", [_f(b, 0.5), b.op("Add", [b.cast(s_max, ir.DataType.FLOAT), _f(b, 0.5)]), _f(b, 1.0)])
         s = b.reshape(s, [1, 1, -1])
         r3 = [-1, 1, 1]
-        cnt = b.cast(count, _F32)
+        cnt = b.cast(count, ir.DataType.FLOAT)
         first = b.op("Add", [b.reshape(start, r3), b.op("Mul", [p, b.reshape(bin_size, r3)])])
         dist = b.reshape(b.op("Div", [bin_size, b.op("Max", [cnt, _f(b, 1.0)])]), r3)
         pre = b.op("Add", [first, b.op("Mul", [dist, s])])
-        size_f = b.cast(size, _F32)
+        size_f = b.cast(size, ir.DataType.FLOAT)
         inside = b.op("And", [b.op("GreaterOrEqual", [pre, _f(b, -1.0)]), b.op("LessOrEqual", [pre, size_f])])
         # samples past the ROI's own count are padding
         used = b.op("Less", [b.reshape(b.op("Range", [b.i64(0), s_max, b.i64(1)]), [1, 1, -1]),
                              b.reshape(count, r3)])
         self.valid = b.op("And", [inside, used])
         c = b.op("Max", [pre, _f(b, 0.0)])
-        low = b.cast(b.op("Floor", [c]), _I64)
+        low = b.cast(b.op("Floor", [c]), ir.DataType.INT64)
         last = b.op("Sub", [size, b.i64(1)])
         at_end = b.op("GreaterOrEqual", [low, last])
         low = b.op("Where", [at_end, b.op("Max", [last, b.i64(0)]), low])
         high = b.op("Where", [at_end, low, b.op("Add", [low, b.i64(1)])])
-        c = b.op("Where", [at_end, b.cast(low, _F32), c])
-        frac = b.op("Sub", [c, b.cast(low, _F32)])
+        c = b.op("Where", [at_end, b.cast(low, ir.DataType.FLOAT), c])
+        frac = b.op("Sub", [c, b.cast(low, ir.DataType.FLOAT)])
         zero = _f(b, 0.0)
         w_low = b.op("Where", [self.valid, b.op("Sub", [_f(b, 1.0), frac]), zero])
         w_high = b.op("Where", [self.valid, frac, zero])
@@ -101,8 +98,8 @@ def roi_align(ctx: LayerContext) -> ir.Value:
     et = ctx.input_type(0)
     data, rois = ctx.inputs[0], ctx.inputs[1]
     if et.name != "f32":
-        data, rois = b.cast(data, _F32), b.cast(rois, _F32)
-    batch = b.cast(ctx.inputs[2], _I64)
+        data, rois = b.cast(data, ir.DataType.FLOAT), b.cast(rois, ir.DataType.FLOAT)
+    batch = b.cast(ctx.inputs[2], ir.DataType.INT64)
     if mode == "avg":
         if aligned == "half_pixel":
             rois = b.op("Add", [rois, _f(b, 0.5)])
@@ -122,7 +119,7 @@ def roi_align(ctx: LayerContext) -> ir.Value:
             cx = cy = b.op("Expand", [b.i64(sr), b.shape_of(batch)])
             sx = sy = b.i64(sr)
         else:
-            cx, cy = b.cast(b.op("Ceil", [bw]), _I64), b.cast(b.op("Ceil", [bh]), _I64)
+            cx, cy = b.cast(b.op("Ceil", [bw]), ir.DataType.INT64), b.cast(b.op("Ceil", [bh]), ir.DataType.INT64)
             sx = b.op("Max", [b.reduce("ReduceMax", cx, [0], keepdims=False), b.i64(1)])
             sy = b.op("Max", [b.reduce("ReduceMax", cy, [0], keepdims=False), b.i64(1)])
         ya = _Axis(b, y1, bh, cy, sy, ph, b.reshape(b.shape_of(data, 2, 3), []))

@@ -52,9 +52,8 @@ def search_sorted(ctx: LayerContext) -> ir.Value:
 
 # onnxruntime's Unique takes float, double, int8 and int64; other types go through one that keeps values and order
 _UNIQUE_NATIVE = {"f32", "f64", "i8", "i64"}
-_UNIQUE_WIDEN = {"f16": ir.DataType.FLOAT, "bf16": ir.DataType.FLOAT, "i32": ir.DataType.INT64,
-                 "i16": ir.DataType.INT64, "u8": ir.DataType.INT64, "u16": ir.DataType.INT64,
-                 "u32": ir.DataType.INT64, "boolean": ir.DataType.INT64}
+_UNIQUE_WIDEN = {"f16": "FLOAT", "bf16": "FLOAT", "i32": "INT64", "i16": "INT64", "u8": "INT64", "u16": "INT64",
+                 "u32": "INT64", "boolean": "INT64"}
 
 
 @converter("Unique", "opset10")
@@ -67,7 +66,7 @@ def unique(ctx: LayerContext) -> list[ir.Value]:
     if et.name not in _UNIQUE_NATIVE:
         if et.name not in _UNIQUE_WIDEN:
             raise ctx.error(f"Unique of {et.name} data is not supported")
-        x = b.cast(x, _UNIQUE_WIDEN[et.name])
+        x = b.cast(x, ir.DataType[_UNIQUE_WIDEN[et.name]])
     attrs: dict[str, int] = {"sorted": int(ctx.attr_bool("sorted", True))}
     if len(ctx.inputs) > 1:
         axis = ctx.require_const(1, "the axis (an attribute of ONNX Unique)")

@@ -21,7 +21,7 @@ TABLE = ((5, 3), F)
 TABLE3 = ((5, 2, 2), F)
 
 
-def c(v):  # noqa: ANN001, ANN201
+def c(v: np.ndarray):  # type: ignore[no-untyped-def]
     return const(v, v.dtype)
 
 
