@@ -184,6 +184,7 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     y, y_h = outs[0], outs[1]
     y_c = outs[2] if cell.op == "LSTM" else None
     replacements: dict[ir.Value, ir.Value] = {}
+    nonempty = None  # a run-time length may be 0: the loop then returns the initial states (ONNX LSTM gives zeros)
     for s, kind, form, chain in plan:
         if not _used(s.final):
             continue
@@ -192,7 +193,13 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             continue
         base = y_h if kind == "h" else y_c
         assert base is not None and form is not None
-        replacements[s.final] = em.replay(chain, _from(em, base, form, False), lifted=False)
+        final = em.replay(chain, _from(em, base, form, False), lifted=False)
+        if view.steps is None:
+            if nonempty is None:
+                length = em.op1("Shape", [x], {"start": 0, "end": 1})
+                nonempty = em.op1("Greater", [length, em.i64([0])])
+            final = em.op1("Where", [nonempty, final, s.init])
+        replacements[s.final] = final
     for outer, form, chain, flip, axis, rank in stacked:
         if not _used(outer):
             continue

@@ -108,7 +108,7 @@ def is_lstm(kind: str) -> bool:
 def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: int = 3,
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
-                   trip: int | None = None, seed: int = 0) -> ov.Model:
+                   trip: int | None = None, dynamic_steps: bool = False, seed: int = 0) -> ov.Model:
     """X [batch, steps, inputs] sliced on axis 1 (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c."""
@@ -116,7 +116,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
     has_c = is_lstm(kind)
-    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
+    X = ops.parameter([batch, -1 if dynamic_steps else steps, inputs], np.float32, name="X")
     H0 = ops.parameter([batch, hidden], np.float32, name="H0")
     params = [X, H0]
     bx = ops.parameter([batch, 1, inputs], np.float32, name="x_t")

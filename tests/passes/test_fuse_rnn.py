@@ -10,6 +10,7 @@ import onnx
 import pytest
 
 from tests.passes.rnn_builders import is_lstm, recurrent_loop
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
 RECURRENT = ("LSTM", "GRU", "RNN")
@@ -91,6 +92,22 @@ def test_spelled_out_cells_fused(tmp_path: Path, kind: str, op: str, reverse: bo
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 def test_near_misses_stay_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
+
+
+@pytest.mark.parametrize("outputs", [("h", "c"), ("seq", "h")])
+def test_run_time_length(tmp_path: Path, outputs: tuple[str, ...]) -> None:
+    """A sequence of run-time length; with zero steps the states stay the initial ones (ONNX Scan semantics; the
+    literal Scan cannot be the reference there: onnxruntime 1.32 crashes on a zero-length scan input)."""
+    xml = save_ir(recurrent_loop("lstm4", dynamic_steps=True, outputs=outputs), tmp_path)
+    fused = assert_equivalent(xml, _inputs("lstm4", steps=7))
+    assert _loops(fused) == 0
+    empty = _inputs("lstm4", steps=0)
+    got = dict(zip(outputs, run_onnxruntime(fused, dict(zip([i.name for i in fused.graph.input], empty)))))
+    if "seq" in outputs:
+        assert got["seq"].shape == (2, 0, 3)
+    np.testing.assert_array_equal(got["h"], empty[1])
+    if "c" in outputs:
+        np.testing.assert_array_equal(got["c"], empty[2])
 
 
 def test_loop_shorter_than_the_sequence_stays_a_loop(tmp_path: Path) -> None:
