@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
+from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, recurrent_loop
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
@@ -127,3 +128,20 @@ def test_tensorflow_keras_layers(name: str, op: str, batch: int) -> None:
     literal = assert_equivalent(xml, x, fuse=False)
     assert _loops(literal) == 1 and _loops(fused) == 0
     assert count_ops(fused, op) == 1
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_shared_ti_lstm_builder(tmp_path: Path, batch: int) -> None:
+    """The control-flow tests' TI over LSTMCell-4 (Reshape glue, three outputs) is fused."""
+    model = ti_lstm(batch, 6, 5, 4)
+    inputs = rng_inputs([((batch, 6, 5), np.float32), ((batch, 4), np.float32), ((batch, 4), np.float32)])
+    _check(model, tmp_path, inputs, "LSTM")
+
+
+def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
+    # the f16 state is rounded at every step (the cell computes in f32 between casts): one f32 LSTM would not round
+    model = ti_lstm(2, 4, 3, 2, dtype=np.float16)
+    inputs = rng_inputs([((2, 4, 3), np.float16), ((2, 2), np.float16), ((2, 2), np.float16)])
+    xml = save_ir(model, tmp_path)
+    proto = assert_equivalent(xml, inputs, rtol=1e-2, atol=1e-2)
+    assert _loops(proto) == 1
