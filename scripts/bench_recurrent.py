@@ -203,8 +203,9 @@ def _body_ops(model: ov.Model) -> collections.Counter[str]:
 
 
 def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
+    """Median wall time of up to `repeat` runs (at least 3, then while within `budget_s`), after two warm-up runs."""
     for _ in range(2):
-        fn()  # warm-up
+        fn()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < repeat and (len(times) < 3 or time.perf_counter() - start < budget_s):
@@ -212,6 +213,18 @@ def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
         fn()
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
+
+
+def timed_rounds(fns: dict[str, Callable[[], object]], args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
+    """Each runtime timed in its own block, the blocks repeated `rounds` times in turn (a shared machine's load then
+    weighs on all of them alike). Returns the median of each runtime's block medians and the median per-round ratio
+    of each to "openvino"."""
+    blocks: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(args.rounds):
+        for k, fn in fns.items():
+            blocks[k].append(median_ms(fn, args.repeat, args.budget))
+    ratios = {k: statistics.median(a / b for a, b in zip(v, blocks["openvino"])) for k, v in blocks.items()}
+    return {k: statistics.median(v) for k, v in blocks.items()}, ratios
 
 
 def ort_session(proto: Any, threads: int) -> Any:
@@ -243,26 +256,29 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
             kinds = sum(n.op_type in ("LSTM", "GRU", "RNN") for n in proto.graph.node)
             runs[label] = (session, names, err, kinds)
     except ConversionError as e:
-        print(f"{name:<34} skipped: {str(e).splitlines()[0]}")
+        print(f"{name:<40} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
         return
-    t_ov = median_ms(lambda: request.infer(feed), args.repeat, args.budget)
-    t = {k: median_ms(lambda s=s, n=n: s.run(None, dict(zip(n, feed))), args.repeat, args.budget)
-         for k, (s, n, _, _) in runs.items()}
+    fns: dict[str, Callable[[], object]] = {"openvino": lambda: request.infer(feed)}
+    for k, (sess, names, _, _) in runs.items():
+        fns[k] = lambda s=sess, n=names: s.run(None, dict(zip(n, feed)))
+    t, ratio = timed_rounds(fns, args)
     fused_nodes = runs["fused"][3]
-    print(f"{name:<34} {t_ov:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {t['fused'] / t_ov:>9.2f} "
-          f"{t['loop'] / t_ov:>9.2f} {'yes' if fused_nodes else 'no':>6} {runs['fused'][2]:>9.1e}")
+    print(f"{name:<40} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
+          f"{ratio['loop']:>9.2f} {'yes' if fused_nodes else 'no':>6} {runs['fused'][2]:>9.1e}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2, help="intra-op threads of both runtimes")
     ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement (at most)")
-    ap.add_argument("--budget", type=float, default=5.0, help="seconds per measurement after 3 runs")
+    ap.add_argument("--budget", type=float, default=5.0, help="seconds per block after 3 runs")
+    ap.add_argument("--rounds", type=int, default=3, help="blocks per runtime, taken in turn")
     ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
     args = ap.parse_args()
     check_keras_form()
-    print(f"threads={args.threads}; times are medians in ms; ratios are onnxruntime / OpenVINO")
-    print(f"{'network':<34} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
+    print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO, "
+          "median over the rounds")
+    print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
           f"{'fused?':>6} {'max err':>9}")
     rng = np.random.default_rng(1)
 
