@@ -10,13 +10,11 @@ from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.registry import converter
 
-_F32 = ir.DataType.FLOAT
-
 
 def as_f32(ctx: LayerContext, i: int) -> ir.Value:
     """Input i in float32 (exact for f16/bf16; onnxruntime has IsInf and the inverse hyperbolics for f32 only)."""
     x = ctx.inputs[i]
-    return x if ctx.input_type(i).name == "f32" else ctx.b.cast(x, _F32)
+    return x if ctx.input_type(i).name == "f32" else ctx.b.cast(x, ir.DataType.FLOAT)
 
 
 @converter("IsNaN", "opset10")

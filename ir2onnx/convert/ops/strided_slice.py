@@ -20,7 +20,7 @@ from ir2onnx.convert.registry import converter
 _MAX = np.iinfo(np.int64).max
 _MIN = np.iinfo(np.int64).min
 
-Vec = np.ndarray | ir.Value  # an int64 vector, constant or computed
+Vec = "np.ndarray | ir.Value"  # an int64 vector, constant or computed
 
 
 @dataclass(frozen=True)
