@@ -140,15 +140,21 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         if o.axis and rank is None:
             raise NoMatch("a stacked output of unknown rank")
         stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1))
+    lasts = []
     for b in view.buffers:
         r, chain = view_root(b.row)
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
-        stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
+        if b.last:
+            if view.steps is None:  # zero steps would keep the initial one-row tensor, of another shape
+                raise NoMatch("a last-row buffer over a run-time length")
+            lasts.append((b.state.final, cell.h_out[r], chain))
+        else:
+            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
     for s, _ in view.counters:
         if _used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
-    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked)
+    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts)
 
 
 def _initial(em: Emitter, cell_in: ir.Value, state: State, rank: int) -> ir.Value:
@@ -169,7 +175,8 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
-          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]]) -> None:
+          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
+          lasts: list[tuple[ir.Value, str, list[ir.Node]]]) -> None:
     node = view.node
     _, x_chain = view_root(cell.x)
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
@@ -209,6 +216,9 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         v = em.replay(chain, v, lifted=True)
         v = em.move0(v, axis, rank)
         replacements[outer] = v
+    for outer, form, chain in lasts:  # a one-row buffer holding the last step's row
+        if _used(outer):
+            replacements[outer] = em.unsqueeze(em.replay(chain, _from(em, y_h, form, False), lifted=False), [0])
     for s, start in view.counters:
         if _used(s.final):
             init = s.init.const_value.numpy() if s.init.const_value is not None else np.asarray(start)

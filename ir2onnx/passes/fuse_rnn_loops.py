@@ -35,10 +35,12 @@ class StepOutput:
 
 @dataclass
 class Buffer:
-    """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k."""
+    """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k (`last`: a
+    one-row tensor whose row 0 is overwritten at every step, as TensorFlow keeps only the last output)."""
 
     state: State
     row: ir.Value
+    last: bool = False
 
 
 @dataclass
@@ -322,8 +324,8 @@ def analyse_loop(node: ir.Node) -> LoopView:
     for s in states:
         if s.body_in in counters:
             view.counters.append((s, counters[s.body_in]))
-        elif (row := _buffer_row(s, index, size)) is not None:
-            view.buffers.append(Buffer(s, row))
+        elif (buf := _buffer_row(s, index, size)) is not None:
+            view.buffers.append(Buffer(s, *buf))
         else:
             view.states.append(s)
     n_carried = len(states)
@@ -332,8 +334,9 @@ def analyse_loop(node: ir.Node) -> LoopView:
     return view
 
 
-def _buffer_row(s: State, index: _Index, steps: int | None) -> ir.Value | None:
-    """The row written at step k when `s` is a [steps, ...] buffer updated by ScatterND at row k, else None."""
+def _buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bool] | None:
+    """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
+    by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
     sc = producer(s.body_out, "ScatterND")
     if sc is None or attr(sc, "reduction", "none") != "none" or steps is None:
         return None
@@ -344,19 +347,19 @@ def _buffer_row(s: State, index: _Index, steps: int | None) -> ir.Value | None:
     if data is not s.body_in or shape_of(idx) != (1, 1):
         return None
     try:
-        if index.lin(idx) != Lin(k=1):
-            return None
+        at = index.lin(idx)
     except NoMatch:
         return None
     unsq = producer(upd, "Unsqueeze")
-    if unsq is None or const_array(unsq.inputs[1]) is None or list(const_array(unsq.inputs[1])) != [0]:  # type: ignore[arg-type]
+    axes = const_array(unsq.inputs[1]) if unsq is not None else None
+    if unsq is None or axes is None or list(axes) != [0]:
         return None
     row = unsq.inputs[0]
     init_shape, row_shape = shape_of(s.init), shape_of(row)
-    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1 \
-            or init_shape[0] != steps:
+    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1:
         return None
-    return row
-
-
-__all__ = ["Buffer", "LoopView", "State", "StepOutput", "analyse_loop", "analyse_scan", "view_root"]
+    if at == Lin(k=1) and init_shape[0] == steps:
+        return row, False
+    if at == Lin(const=0) and init_shape[0] == 1:
+        return row, True
+    return None

@@ -145,3 +145,25 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
     xml = save_ir(model, tmp_path)
     proto = assert_equivalent(xml, inputs, rtol=1e-2, atol=1e-2)
     assert _loops(proto) == 1
+
+
+# Framework fixtures (scripts/make_tf_fixtures.py): the number of fused nodes each becomes
+FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
+             "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
+             "tf_bidirectional_gru_last": 2}
+
+
+@pytest.mark.parametrize("name", sorted(FRAMEWORK))
+def test_tensorflow_frontend_fixtures(name: str) -> None:
+    """Keras layers with return_sequences on and off (a one-row TensorList keeps the last output), go_backwards and
+    Bidirectional (ReverseSequence around a forward loop): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    d = FIXTURES / name
+    stored = np.load(d / "inputs.npz")
+    inputs = [stored[n] for n in stored.files]
+    expected = np.load(d / "expected.npz")
+    fused = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
+    assert _loops(fused) == 0 and sum(count_ops(fused, o) for o in RECURRENT) == FRAMEWORK[name]
+    feed = dict(zip([i.name for i in fused.graph.input], inputs))
+    for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+    assert _loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
