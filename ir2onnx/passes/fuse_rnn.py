@@ -41,6 +41,11 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = _all_names(model.graph)
         fused = _process(model.graph, model.graph, names)
+        if fused:  # weights that only the replaced bodies read
+            keep = set(model.graph.inputs) | set(model.graph.outputs)
+            for name, v in list(model.graph.initializers.items()):
+                if not v.uses() and v not in keep:
+                    del model.graph.initializers[name]
         return ir.passes.PassResult(model, modified=fused > 0)
 
 
@@ -233,4 +238,16 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             old.name = f"{name}/unfused"
             new.name = name
         old.replace_all_uses_with(new, replace_graph_outputs=True)
+    _detach(node)
     graph.remove(node)  # type: ignore[union-attr]
+
+
+def _detach(node: ir.Node) -> None:
+    """Drop the inputs of a removed loop and of every node in its bodies (outer values they read lose those uses)."""
+    for a in node.attributes.values():
+        graphs = [a.value] if a.type == ir.AttributeType.GRAPH else a.value if a.type == ir.AttributeType.GRAPHS else []
+        for g in graphs:
+            for n in list(g):
+                _detach(n)
+    for i in range(len(node.inputs)):
+        node.replace_input_with(i, None)

@@ -167,3 +167,14 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     assert _loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_replaced_weights_are_dropped(tmp_path: Path, optimize: bool) -> None:
+    """The body's (reordered) weights do not stay in the model beside the fused node's."""
+    xml = save_ir(recurrent_loop("lstm4", inputs=64, hidden=32), tmp_path)
+    fused = assert_equivalent(xml, _inputs("lstm4", inputs=64, hidden=32), optimize=optimize)
+    used = {i for n in fused.graph.node for i in n.input}
+    assert [t.name for t in fused.graph.initializer if t.name not in used] == []
+    weights = sum(np.prod(t.dims) for t in fused.graph.initializer)
+    assert weights < 1.1 * 4 * 32 * (64 + 32 + 2)
