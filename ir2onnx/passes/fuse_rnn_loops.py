@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of, view_root
+from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of
 
 
 @dataclass

@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 import pytest
 
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, recurrent_loop
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
 RECURRENT = ("LSTM", "GRU", "RNN")
