@@ -168,16 +168,32 @@ class _Index:
                 if s is not None:
                     return self.lin(x).scale(s)
             raise NoMatch("index multiplied by a non-constant")
+        if op == "Where":  # the translation's guard of a run-time trip count: negative means unbounded
+            less = producer(n.inputs[0], "Less")
+            if less is not None and less.inputs[0] is n.inputs[2] and int_scalar(less.inputs[1]) == 0:
+                x = self.lin(n.inputs[2])
+                if not x.k and x.const >= 0 and x.dim >= 0:  # a dimension: never negative
+                    return x
+            raise NoMatch("index chosen by Where")
+        if op == "Gather" and v.graph is not self.body and (sh := producer(n.inputs[0], "Shape")) is not None \
+                and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None and (i := int_scalar(n.inputs[1])) is not None:  # type: ignore[arg-type]
+            return self._dim(sh.inputs[0], i)
         if op == "Shape" and v.graph is not self.body:
-            src = n.inputs[0]
             start = int(attr(n, "start", 0))  # type: ignore[arg-type]
             end = attr(n, "end")
-            src_shape = shape_of(src)
-            if src_shape is not None and end is not None and int(end) % len(src_shape) == (start + 1) % len(src_shape):  # type: ignore[call-overload]
-                axis = start % len(src_shape)
-                d = src_shape[axis]
-                return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
+            rank = len(shape_of(n.inputs[0]) or ())
+            if rank and end is not None and int(end) % rank == (start + 1) % rank:  # type: ignore[call-overload]
+                return self._dim(n.inputs[0], start)
         raise NoMatch(f"index computed by {op}")
+
+    @staticmethod
+    def _dim(src: ir.Value | None, axis: int) -> Lin:
+        shape = shape_of(src)
+        if src is None or shape is None or not -len(shape) <= axis < len(shape):
+            raise NoMatch("a dimension of unknown rank")
+        axis %= len(shape)
+        d = shape[axis]
+        return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
 
 
 def _counter(state: State, body: ir.Graph) -> int | None:

@@ -111,7 +111,8 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    trip: int | None = None, dynamic_steps: bool = False, seed: int = 0) -> ov.Model:
     """X [batch, steps, inputs] sliced on axis 1 (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
-    Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c."""
+    Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
+    default `steps`; -1 reads it from X's shape at run time."""
     rng = np.random.default_rng(seed)
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -141,7 +142,11 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         r_cond = ops.result(ops.constant(True))
         it = ops.parameter([], np.int64, name="it")
         body = ov.Model([r_cond, *results], [it, *body_params])
-        node = ops.loop(ops.constant(np.int64(steps if trip is None else trip)), ops.constant(True))
+        if trip == -1:  # the trip count read from the sequence's length at run time
+            count = ops.gather(ops.shape_of(X), ops.constant(np.int64(1)), ops.constant(np.int64(0)))
+        else:
+            count = ops.constant(np.int64(steps if trip is None else trip))
+        node = ops.loop(count, ops.constant(True))
         node.set_function(body)
         node.set_special_body_ports([0, 0])
     else:

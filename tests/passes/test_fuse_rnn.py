@@ -111,6 +111,14 @@ def test_run_time_length(tmp_path: Path, outputs: tuple[str, ...]) -> None:
         np.testing.assert_array_equal(got["c"], empty[2])
 
 
+@pytest.mark.parametrize("kind,op", [("lstm4", "LSTM"), ("keras_lstm", "LSTM")])
+def test_loop_trip_count_from_the_sequence_length(tmp_path: Path, kind: str, op: str) -> None:
+    xml = save_ir(recurrent_loop(kind, loop=True, trip=-1, dynamic_steps=True), tmp_path)
+    fused = assert_equivalent(xml, _inputs(kind, steps=6))
+    literal = assert_equivalent(xml, _inputs(kind, steps=6), fuse=False)
+    assert _loops(fused) == 0 and count_ops(fused, op) == 1 and _loops(literal) == 1
+
+
 def test_loop_shorter_than_the_sequence_stays_a_loop(tmp_path: Path) -> None:
     # four iterations over five steps: the fused node would read all five
     _check(recurrent_loop("lstm4", loop=True, trip=4, outputs=("h", "c")), tmp_path, _inputs("lstm4"), None)
