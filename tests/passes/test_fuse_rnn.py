@@ -73,6 +73,15 @@ def test_clip_and_activations_carried(tmp_path: Path, kind: str, op: str, kw: di
     _check(recurrent_loop(kind, **kw), tmp_path, _inputs(kind), op)
 
 
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("kind,op", [("lstm4", "LSTM"), ("gru_after", "GRU")])
+def test_time_major_sequence(tmp_path: Path, kind: str, op: str, loop: bool) -> None:
+    model = recurrent_loop(kind, time_major=True, loop=loop, reverse=True)
+    inputs = _inputs(kind)
+    inputs[0] = np.ascontiguousarray(inputs[0].transpose(1, 0, 2))
+    _check(model, tmp_path, inputs, op)
+
+
 def test_long_sequence_and_wide_cell(tmp_path: Path) -> None:
     model = recurrent_loop("lstm4", batch=4, steps=40, inputs=24, hidden=16)
     _check(model, tmp_path, _inputs("lstm4", batch=4, steps=40, inputs=24, hidden=16), "LSTM")
