@@ -6,12 +6,23 @@ Each pass keeps what the model computes; the plain translation stays simple and 
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnx_ir.passes.common import RemoveUnusedNodesPass
+from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
-DEFAULT_PASSES = (RemoveUnusedNodesPass,)
+from ir2onnx.passes.hoist import HoistLoopInvariantsPass
+from ir2onnx.passes.identity import RemoveIdentityPass
+from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
+
+DEFAULT_PASSES = (
+    RemoveIdentityPass,  # no Identity chains
+    HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
+    LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
+    HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
+    NameFixPass,  # new values get names unique across the model
+)
 
 
 def apply_default_passes(model: ir.Model) -> None:
-    """Apply the default passes in place: drop nodes (bodies included) whose results nothing reads."""
+    """Apply the default passes in place."""
     for make in DEFAULT_PASSES:
         make()(model)
