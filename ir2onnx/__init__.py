@@ -15,6 +15,7 @@ from ir2onnx.errors import (
     IRReadError,
     IRValidationError,
     LayerConversionError,
+    OpsetError,
     UnsupportedOpsError,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "IRReadError",
     "IRValidationError",
     "LayerConversionError",
+    "OpsetError",
     "OutputComparison",
     "UnsupportedOpsError",
     "check",

@@ -11,34 +11,40 @@ import onnx
 import onnx_ir as ir
 
 from ir2onnx.check.report import CheckReport, OutputComparison
+from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
-from ir2onnx.passes import apply_default_passes
+from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-                  optimize: bool = True) -> ir.Model:
-    """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin."""
+                  optimize: bool = True, fuse: bool = True) -> ir.Model:
+    """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
+
+    `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node."""
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
     out = convert_ir(model, weights, opset)
+    if fuse:
+        fuse_recurrent(out)
     if optimize:
         apply_default_passes(out)
+        layer_map.refresh(out)  # passes may have removed values
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-            optimize: bool = True) -> onnx.ModelProto:
+            optimize: bool = True, fuse: bool = True) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
-    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize))
+    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
-                 opset: int | None = None, optimize: bool = True, weights: str | None = None,
+                 opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None) -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
@@ -56,7 +62,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     inputs = {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}
     if out.resolve() in inputs or (out.parent / (out.name + ".data")).resolve() in inputs:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize)
+    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse)
     return _write_model(model, out, weights, progress)
 
 
@@ -66,16 +72,25 @@ def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Prog
 
 
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,
-          bin_path: PathLike | None = None, inputs: Mapping[str, np.ndarray] | None = None,
+          bin_path: PathLike | None = None, inputs: Mapping[str, np.ndarray] | PathLike | None = None,
           device: str = "cpu", rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
-          opset: int | None = None) -> CheckReport:
-    """Run the ONNX model in onnxruntime and, when openvino is importable, compare with OpenVINO on the IR."""
+          opset: int | None = None, timeout: float | None = 60.0, layerwise: bool = False) -> CheckReport:
+    """Run the ONNX model (a proto, or a file) in onnxruntime and, when openvino is importable, compare with
+    OpenVINO on the IR. `inputs`: arrays by input name or an .npz file (default: chosen from the IR). Each runtime
+    runs in a child process stopped after `timeout` seconds. `layerwise` also compares every layer's output and
+    names the first that differs."""
+    from ir2onnx.check.inputs import load_inputs
     from ir2onnx.check.runner import run_check
 
     if onnx_model is None:
         onnx_model = convert(xml_path, bin_path, opset=opset)
-    return run_check(str(xml_path), onnx_model, bin_path=str(bin_path) if bin_path else None, inputs=inputs,
-                     device=device, rtol=rtol, atol=atol, seed=seed)
+    model = onnx_model if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
+    if inputs is not None and not isinstance(inputs, Mapping):
+        header = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
+        inputs = load_inputs(os.fspath(inputs), header)
+    return run_check(os.fspath(xml_path), model, bin_path=os.fspath(bin_path) if bin_path else None,
+                     inputs=inputs, device=device, rtol=rtol, atol=atol, seed=seed, timeout=timeout,
+                     layerwise=layerwise)
 
 
 __all__ = ["CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir"]

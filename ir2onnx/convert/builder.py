@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
@@ -59,6 +60,15 @@ class Names:
                 return cand
 
 
+@dataclass(frozen=True)
+class OpsetNeed:
+    """A layer whose translation needs at least ONNX opset `opset`, and why."""
+
+    opset: int
+    where: str
+    why: str
+
+
 if TYPE_CHECKING:
     AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
 
@@ -75,6 +85,8 @@ class GraphBuilder:
         self.inputs: list[ir.Value] = []
         self.initializers: list[ir.Value] = []  # used on the root only
         self.hint = "t"  # prefix for generated names: the IR layer being translated
+        self.where = ""  # that layer's location, for messages
+        self.opset_needs: list[OpsetNeed] = []  # used on the root only
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
         self._produced: set[ir.Value] = set()
 
@@ -114,6 +126,12 @@ class GraphBuilder:
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:
         return self.const(values, np.int64)
+
+    def require_opset(self, opset: int, why: str) -> None:
+        """Record that the layer being translated needs ONNX opset >= `opset`. Translation goes on as if it had it:
+        the caller (convert_ir) translates again at a higher opset, or lists every such layer when forced lower."""
+        if opset > self.opset:
+            self.root.opset_needs.append(OpsetNeed(opset, self.where, why))
 
     # ---- nodes
     def op(
@@ -169,7 +187,8 @@ class GraphBuilder:
             ax = axes if isinstance(axes, ir.Value) else self.i64(list(axes))
             return self.op(op_type, [x, ax], attrs)
         if isinstance(axes, ir.Value):
-            raise ValueError(f"{op_type} with run-time axes needs opset >= 18")
+            self.require_opset(18, f"{op_type} with run-time axes")
+            return self.op(op_type, [x, axes], attrs)
         attrs["axes"] = list(axes)
         return self.op(op_type, [x], attrs)
 
@@ -236,4 +255,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["GraphBuilder", "Names", "onnx_dtype"]
+__all__ = ["GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]

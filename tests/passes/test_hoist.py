@@ -1,4 +1,7 @@
-"""Loop-invariant nodes leave Loop/Scan bodies (inner loops first); results stay OpenVINO's."""
+"""Loop-invariant nodes leave Loop/Scan bodies (inner loops first); results stay OpenVINO's.
+
+The recurrences here are spelled-out RNN cells, which recurrent fusion would turn into ONNX RNN nodes: fusion is
+turned off to look at the loops."""
 
 from __future__ import annotations
 
@@ -18,9 +21,9 @@ IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
 @pytest.mark.parametrize("kind", ["ti", "loop"])
 def test_weight_transpose_leaves_the_body(tmp_path: Path, kind: str) -> None:
     xml = save_ir(recurrence(kind), tmp_path)
-    plain = convert_checked(xml, optimize=False)
+    plain = convert_checked(xml, optimize=False, fuse=False)
     assert ops_in(plain.graph, "Transpose", bodies=True) == 1  # MatMul(x, W, transpose_b) inside the body
-    lean = assert_equivalent(xml, rng_inputs(IN))
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
     assert ops_in(lean.graph, "Transpose", bodies=True) == 0
     assert ops_in(lean.graph, "Transpose", bodies=False) >= 1
 
@@ -55,8 +58,8 @@ def nested(tmp_path: Path) -> Path:
 
 def test_nested_invariants_leave_both_loops(tmp_path: Path) -> None:
     xml = nested(tmp_path)
-    plain = convert_checked(xml, optimize=False)
-    lean = assert_equivalent(xml, rng_inputs([((2, 3, 4, 8), np.float32), ((8,), np.float32)]))
+    plain = convert_checked(xml, optimize=False, fuse=False)
+    lean = assert_equivalent(xml, rng_inputs([((2, 3, 4, 8), np.float32), ((8,), np.float32)]), fuse=False)
     # W^T and 2 * B depend on nothing either loop computes: both are computed once, in the main graph (the
     # body's other Transpose and Muls move the inner loop's stacked axis and depend on the outer slice)
     for op in ("Transpose", "Mul"):
@@ -84,5 +87,5 @@ def test_invariant_body_output_stays_an_output(tmp_path: Path, kind: str) -> Non
     model = ov.Model([node.get_iter_value(r_inv.output(0), -1),
                       node.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)], [X, V])
     xml = save_ir(model, tmp_path)
-    lean = assert_equivalent(xml, rng_inputs([((4, 3), np.float32), ((3,), np.float32)]))
+    lean = assert_equivalent(xml, rng_inputs([((4, 3), np.float32), ((3,), np.float32)]), fuse=False)
     assert ops_in(lean.graph, "Relu", bodies=True) == 0 and ops_in(lean.graph, "Relu", bodies=False) == 1

@@ -1,4 +1,7 @@
-"""Per-slice work on sliced loop inputs (input projections, biases, squeezes) runs once, batched, before the loop."""
+"""Per-slice work on sliced loop inputs (input projections, biases, squeezes) runs once, batched, before the loop.
+
+The recurrences here are spelled-out RNN cells, which recurrent fusion would turn into ONNX RNN nodes: fusion is
+turned off to look at the loops."""
 
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
 @pytest.mark.parametrize("reverse", [False, True])
 def test_scan_input_projection_becomes_a_scan_input(tmp_path: Path, reverse: bool) -> None:
     xml = save_ir(recurrence("ti", reverse=reverse), tmp_path)
-    assert ops_in(convert_checked(xml, optimize=False).graph, "MatMul", bodies=True) == 2
-    lean = assert_equivalent(xml, rng_inputs(IN))
+    assert ops_in(convert_checked(xml, optimize=False, fuse=False).graph, "MatMul", bodies=True) == 2
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
     body = body_of(lean, "Scan")
     assert ops_in(lean.graph, "MatMul", bodies=True) == 1  # only h @ U is left per step
     assert ops_in(lean.graph, "MatMul", bodies=False) == 1  # X @ W^T for all steps at once
@@ -33,9 +36,9 @@ def test_scan_input_projection_becomes_a_scan_input(tmp_path: Path, reverse: boo
 
 def test_loop_slice_becomes_gather_of_the_projection(tmp_path: Path) -> None:
     xml = save_ir(recurrence("loop"), tmp_path)  # (OpenVINO's Loop-5 slices forward only)
-    plain = convert_checked(xml, optimize=False)
+    plain = convert_checked(xml, optimize=False, fuse=False)
     assert ops_in(plain.graph, "Slice", bodies=True) == 1 and ops_in(plain.graph, "MatMul", bodies=True) == 2
-    lean = assert_equivalent(xml, rng_inputs(IN))
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
     assert ops_in(lean.graph, "Slice", bodies=True) == 0 and ops_in(lean.graph, "Squeeze", bodies=True) == 0
     assert ops_in(lean.graph, "Gather", bodies=True) == 1
     assert ops_in(lean.graph, "MatMul", bodies=True) == 1 and ops_in(lean.graph, "MatMul", bodies=False) == 1
@@ -48,7 +51,7 @@ def test_loop_slice_becomes_gather_of_the_projection(tmp_path: Path) -> None:
 def test_projection_over_the_last_axis_stays(tmp_path: Path, kind: str) -> None:
     """Slicing the last axis: x_t @ W contracts what is the sliced axis of X, so nothing can be batched."""
     xml = save_ir(recurrence(kind, axis=2), tmp_path)
-    lean = assert_equivalent(xml, rng_inputs([((2, 8, 5), np.float32), ((2, 8), np.float32)]))
+    lean = assert_equivalent(xml, rng_inputs([((2, 8, 5), np.float32), ((2, 8), np.float32)]), fuse=False)
     assert ops_in(lean.graph, "MatMul", bodies=True) == 2 and ops_in(lean.graph, "MatMul", bodies=False) == 0
 
 
@@ -66,7 +69,7 @@ def test_bias_is_lifted_only_when_it_broadcasts_past_the_sliced_axis(tmp_path: P
         return ops.tanh(ops.add(projected, ops.matmul(h, ops.constant(w[::-1].copy()), False, False)))
 
     xml = save_ir(recurrence(kind, step=step), tmp_path)
-    lean = assert_equivalent(xml, rng_inputs(IN))
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
     lifted = bias.ndim == 1
     assert ops_in(lean.graph, "MatMul", bodies=False) == 1 and ops_in(lean.graph, "MatMul", bodies=True) == 1
     assert ops_in(lean.graph, "Add", bodies=False) == int(lifted)
@@ -80,7 +83,7 @@ def test_elementwise_recurrence_against_numpy(tmp_path: Path, kind: str, optimiz
     relu(x_t + x_t): the state's buffer is overwritten by the slice), so numpy is the reference here."""
     xml = save_ir(recurrence(kind, step=lambda x, h: ops.relu(ops.add(x, h))), tmp_path)
     x, h0 = rng_inputs(IN)
-    proto = convert_checked(xml, optimize=optimize)
+    proto = convert_checked(xml, optimize=optimize, fuse=False)
     y, last = run_onnxruntime(proto, {"X": x, "H0": h0})
     h, ys = h0, []
     for t in range(x.shape[1]):
