@@ -60,6 +60,9 @@ class Names:
                 return cand
 
 
+# node.meta key of the IR layer a node was emitted for (messages about the ONNX model name that layer)
+LAYER_META = "ir2onnx.layer"
+
 AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
 
 
@@ -74,7 +77,8 @@ class GraphBuilder:
         self.nodes: list[ir.Node] = []
         self.inputs: list[ir.Value] = []
         self.initializers: list[ir.Value] = []  # used on the root only
-        self.hint = "t"  # prefix for generated names: the IR layer being translated
+        self.hint = parent.hint if parent else "t"  # prefix for generated names: the IR layer being translated
+        self.layer: object = parent.layer if parent else None  # that layer, recorded on every node (see LAYER_META)
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
         self._produced: set[ir.Value] = set()
 
@@ -143,6 +147,8 @@ class GraphBuilder:
                 for i in range(outputs)]
         node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs,
                        name=self.names.fresh(f"{self.hint}/{op_type}_node"))
+        if self.layer is not None:
+            node.meta[LAYER_META] = self.layer
         self.nodes.append(node)
         self._produced.update(outs)
         return tuple(outs)
@@ -236,4 +242,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["GraphBuilder", "Names", "onnx_dtype"]
+__all__ = ["LAYER_META", "GraphBuilder", "Names", "onnx_dtype"]

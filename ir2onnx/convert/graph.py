@@ -75,7 +75,8 @@ class Translator:
         fn = registry.lookup_layer(layer)
         if fn is None:  # check_supported() runs first; this guards direct use of translate()
             raise UnsupportedOpsError([UnsupportedOp(layer.type, layer.version, 1, (layer.where(),))])
-        b.hint = layer.name or f"{layer.type}_{layer.id}"
+        outer = b.hint, b.layer
+        b.hint, b.layer = layer.name or f"{layer.type}_{layer.id}", layer
         ctx = LayerContext(layer, graph, inputs, b, self)
         try:
             out = fn(ctx)
@@ -83,6 +84,8 @@ class Translator:
             raise
         except Exception as e:  # a converter bug must still name the layer
             raise LayerConversionError(f"{layer.where()}: internal error in the converter: {type(e).__name__}: {e}") from e
+        finally:
+            b.hint, b.layer = outer  # nodes emitted after a body's translation belong to the enclosing layer
         outs = [out] if isinstance(out, ir.Value) else list(out)
         if len(outs) < len(layer.outputs):
             raise LayerConversionError(
