@@ -7,6 +7,8 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import needed_bytes
 
 _LOOP_TYPES = ("tensoriterator", "loop")
+# element types OpenVINO keeps only as compressed weights: their values mean something only through a Convert
+_WEIGHT_ONLY = ("nf4", "f4e2m1")
 
 
 def validate(model: IRModel, bin_size: int | None) -> None:
@@ -60,6 +62,13 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
             elif c.offset + c.size > bin_size:
                 problems.append(
                     f"{layer.where()}: bytes [{c.offset}, {c.offset + c.size}) lie outside the {bin_size}-byte .bin")
+        if layer.const is not None and layer.const.element_type.name in _WEIGHT_ONLY:
+            for e in g.edges:
+                dst = seen[e.to_layer]
+                if e.from_layer == layer.id and dst.type_key != "convert":
+                    problems.append(f"{layer.where()}: a {layer.const.element_type.name} Const holds compressed "
+                                    f"weights, read only through a Convert, but it feeds {dst.where()}")
+                    break
         if layer.const is not None and not layer.outputs:
             problems.append(f"{layer.where()}: Const has no output port")
         if layer.type_key in _LOOP_TYPES:
@@ -105,12 +114,23 @@ def _check_body(layer: Layer, bin_size: int | None, problems: list[str]) -> None
             problems.append(f"{where}: port_map input (line {e.line}) has a negative external_port_id")
         if e.sliced and (e.part_size < 1 or e.stride == 0):
             problems.append(f"{where}: port_map input (line {e.line}) needs part_size >= 1 and stride != 0")
+        if is_loop and e.purpose == "current_iteration" and e.external_port_id >= 0:
+            problems.append(f"{where}: port_map input (line {e.line}) is the current iteration and also reads "
+                            f"input {e.external_port_id}: a body Parameter gets one or the other")
     n_out = len(layer.outputs)
     for e in body.outputs:
         target = by_id.get(e.internal_layer_id)
         if target is None or target.type_key != "result":
             what = "does not exist" if target is None else f"is a {target.type}, not a Result"
             problems.append(f"{where}: port_map output (line {e.line}) internal_layer_id {e.internal_layer_id} {what}")
+        if e.sliced and (e.part_size < 1 or e.stride == 0):
+            problems.append(f"{where}: port_map output (line {e.line}) needs part_size >= 1 and stride != 0")
+        elif e.sliced and target is not None and target.type_key == "result" and target.inputs:
+            dims = target.inputs[0].dims
+            axis = e.axis + len(dims) if e.axis is not None and e.axis < 0 else e.axis
+            if axis is None or not 0 <= axis < max(len(dims), 1):
+                problems.append(f"{where}: port_map output (line {e.line}) axis {e.axis} is out of range for the "
+                                f"rank-{len(dims)} body Result {target.id}")
         if e.external_port_id >= 0 and e.purpose != "execution_condition":
             rank = sorted({o.external_port_id for o in body.outputs if o.external_port_id >= 0}).index(e.external_port_id)
             if rank >= n_out:
