@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ir2onnx.ir.infer import resolve
 from ir2onnx.ir.model import Graph, IRModel, Layer
-from ir2onnx.ir.validate import validate
+from ir2onnx.ir.validate import validate, validate_types
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import read_xml
 
@@ -16,7 +16,9 @@ def load(xml_path: str, bin_path: str | None = None) -> tuple[IRModel, Weights |
     has_consts = any(layer.const is not None for layer in model.graph.walk())
     weights = Weights(model.bin_path) if has_consts and model.bin_path else None
     validate(model, weights.size if weights else None)
-    return resolve(model), weights
+    model = resolve(model)
+    validate_types(model)
+    return model, weights
 
 
 __all__ = ["Graph", "IRModel", "Layer", "Weights", "load", "read_xml", "validate"]

@@ -3,12 +3,47 @@
 from __future__ import annotations
 
 from ir2onnx.errors import IRValidationError
+from ir2onnx.ir.element_types import parse_element_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import needed_bytes
 
 _LOOP_TYPES = ("tensoriterator", "loop")
 # element types OpenVINO keeps only as compressed weights: their values mean something only through a Convert
 _WEIGHT_ONLY = ("nf4", "f4e2m1")
+# inputs that OpenVINO requires to be integer numbers (axes, shapes, indices, counts): op type -> input indices
+_INTEGER_INPUTS: dict[str, tuple[int, ...]] = {
+    "reshape": (1,), "squeeze": (1,), "unsqueeze": (1,), "transpose": (1,), "tile": (1,), "split": (1,),
+    "variadicsplit": (1, 2), "gather": (1, 2), "gatherelements": (1,), "gathernd": (1,), "broadcast": (1, 2),
+    "stridedslice": (1, 2, 3), "slice": (1, 2, 3, 4), "pad": (1, 2), "topk": (1,), "cumsum": (1,), "onehot": (0, 1),
+    "scatterupdate": (1, 3), "scatterelementsupdate": (1, 3), "scatterndupdate": (1,), "reducesum": (1,),
+    "reducemean": (1,), "reducemax": (1,), "reducemin": (1,), "reduceprod": (1,), "reducel1": (1,),
+    "reducel2": (1,), "reducelogicaland": (1,), "reducelogicalor": (1,), "mvn": (1,), "normalizel2": (1,),
+    "loop": (0,),
+}
+
+
+def validate_types(model: IRModel) -> None:
+    """After element types are resolved (ir.infer): inputs that must be integers are integers. Raises
+    IRValidationError listing every offending input."""
+    problems: list[str] = []
+    for g in _graphs(model.graph):
+        for layer in g.layers:
+            for i in _INTEGER_INPUTS.get(layer.type_key, ()):
+                src = g.sources.get((layer.id, i))
+                et = src.layer.outputs[src.output].element_type if src is not None else None
+                if et is not None and (et.is_float or et.name == "boolean"):
+                    problems.append(f"{layer.where()}: input {i} must be an integer tensor (axes, shape, indices "
+                                    f"or count), not {et.name} (from {src.layer.where()})")  # type: ignore[union-attr]
+    if problems:
+        raise IRValidationError(problems)
+
+
+def _graphs(g: Graph) -> list[Graph]:
+    out = [g]
+    for layer in g.layers:
+        for body in layer.bodies:
+            out.extend(_graphs(body.graph))
+    return out
 
 
 def validate(model: IRModel, bin_size: int | None) -> None:
@@ -69,6 +104,9 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
                     problems.append(f"{layer.where()}: a {layer.const.element_type.name} Const holds compressed "
                                     f"weights, read only through a Convert, but it feeds {dst.where()}")
                     break
+        raw_type = layer.data.get("element_type") if layer.type_key == "parameter" else None
+        if raw_type is not None and raw_type.strip() != "dynamic" and parse_element_type(raw_type) is None:
+            problems.append(f"{layer.where()}: unknown element type '{raw_type}'")
         if layer.const is not None and not layer.outputs:
             problems.append(f"{layer.where()}: Const has no output port")
         if layer.type_key in _LOOP_TYPES:
