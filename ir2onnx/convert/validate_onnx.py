@@ -23,6 +23,7 @@ INLINE_BYTES = 1 << 16
 _NODE_PATTERNS = (
     re.compile(r"node name: ([^)\s]+)\)"),  # onnx inference: (op_type:X, node name: NAME)
     re.compile(r"Node \(([^)]+)\)"),  # onnxruntime: Node (NAME) Op (X)
+    re.compile(r"Node\(([^)]+)\) with schema"),  # onnx checker: arity, attributes
     re.compile(r"node with name '([^']+)'"),  # onnxruntime: no kernel for ...
     re.compile(r"name: (\S+) OpType"),  # onnx checker: topological order
     re.compile(r"[Nn]ode \(?'?([^\s)':,]+)'?\)? has"),
@@ -56,7 +57,8 @@ def weightless_proto(model: ir.Model) -> onnx.ModelProto:
     try:
         return ir.to_proto(model)
     finally:
-        del g.inputs[n_inputs:]
+        while len(g.inputs) > n_inputs:
+            g.inputs.pop()
         g.initializers.clear()
         for v in order:
             g.initializers.add(v)
