@@ -34,6 +34,7 @@ class UnsupportedOp:
     version: str
     count: int
     examples: tuple[str, ...]
+    reason: str = ""  # a version OpenVINO would refuse, or why the op has no exact ONNX form
 
 
 class UnsupportedOpsError(ConversionError):
@@ -45,7 +46,17 @@ class UnsupportedOpsError(ConversionError):
         for op in self.ops:
             where = "; ".join(op.examples)
             more = f" (+{op.count - len(op.examples)} more)" if op.count > len(op.examples) else ""
-            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}")
+            why = f" -- {op.reason}" if op.reason else ""
+            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}{why}")
+        super().__init__("\n".join(lines))
+
+
+class OpsetError(ConversionError):
+    """Layers need a newer ONNX opset than the one asked for (or than onnxruntime runs); all of them are listed."""
+
+    def __init__(self, headline: str, layers: Sequence[tuple[int, str, str]]) -> None:
+        self.layers = list(layers)  # (opset, where, why)
+        lines = [headline] + [f"  - {where}: needs opset {n} ({why})" for n, where, why in self.layers]
         super().__init__("\n".join(lines))
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
@@ -12,21 +13,20 @@ import onnx_ir as ir
 
 from ir2onnx.ir.element_types import ElementType
 
-_ET_TO_ONNX: dict[str, ir.DataType] = {
-    "f64": ir.DataType.DOUBLE, "f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16,
-    "bf16": ir.DataType.BFLOAT16, "i64": ir.DataType.INT64, "i32": ir.DataType.INT32,
-    "i16": ir.DataType.INT16, "i8": ir.DataType.INT8, "u64": ir.DataType.UINT64, "u32": ir.DataType.UINT32,
-    "u16": ir.DataType.UINT16, "u8": ir.DataType.UINT8, "boolean": ir.DataType.BOOL,
+# OpenVINO element type -> name of the ir.DataType member (names, so that importing the converters needs no onnx-ir)
+_ET_TO_ONNX: dict[str, str] = {
+    "f64": "DOUBLE", "f32": "FLOAT", "f16": "FLOAT16", "bf16": "BFLOAT16", "i64": "INT64", "i32": "INT32",
+    "i16": "INT16", "i8": "INT8", "u64": "UINT64", "u32": "UINT32", "u16": "UINT16", "u8": "UINT8",
+    "boolean": "BOOL",
     # sub-byte and 8-bit float constants are unpacked/upcast when read (see onnx_dtype)
-    "u1": ir.DataType.UINT8, "u2": ir.DataType.UINT8, "u4": ir.DataType.UINT8, "i4": ir.DataType.INT8,
-    "nf4": ir.DataType.FLOAT, "f4e2m1": ir.DataType.FLOAT,
-    "f8e4m3": ir.DataType.FLOAT, "f8e5m2": ir.DataType.FLOAT,
+    "u1": "UINT8", "u2": "UINT8", "u4": "UINT8", "i4": "INT8", "nf4": "FLOAT", "f4e2m1": "FLOAT",
+    "f8e4m3": "FLOAT", "f8e5m2": "FLOAT",
 }
 
 
 def onnx_dtype(et: ElementType) -> ir.DataType:
     """The ONNX element type that holds values of an OpenVINO element type."""
-    return _ET_TO_ONNX[et.name]
+    return ir.DataType[_ET_TO_ONNX[et.name]]
 
 
 def _sanitize(hint: str) -> str:
@@ -63,7 +63,18 @@ class Names:
 # node.meta key of the IR layer a node was emitted for (messages about the ONNX model name that layer)
 LAYER_META = "ir2onnx.layer"
 
-AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
+
+@dataclass(frozen=True)
+class OpsetNeed:
+    """A layer whose translation needs at least ONNX opset `opset`, and why."""
+
+    opset: int
+    where: str
+    why: str
+
+
+if TYPE_CHECKING:
+    AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
 
 
 class GraphBuilder:
@@ -79,6 +90,8 @@ class GraphBuilder:
         self.initializers: list[ir.Value] = []  # used on the root only
         self.hint = parent.hint if parent else "t"  # prefix for generated names: the IR layer being translated
         self.layer: object = parent.layer if parent else None  # that layer, recorded on every node (see LAYER_META)
+        self.where = parent.where if parent else ""  # that layer's location, for messages
+        self.opset_needs: list[OpsetNeed] = []  # used on the root only
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
         self._produced: set[ir.Value] = set()
 
@@ -118,6 +131,12 @@ class GraphBuilder:
 
     def i64(self, values: Sequence[int] | int) -> ir.Value:
         return self.const(values, np.int64)
+
+    def require_opset(self, opset: int, why: str) -> None:
+        """Record that the layer being translated needs ONNX opset >= `opset`. Translation goes on as if it had it:
+        the caller (convert_ir) translates again at a higher opset, or lists every such layer when forced lower."""
+        if opset > self.opset:
+            self.root.opset_needs.append(OpsetNeed(opset, self.where, why))
 
     # ---- nodes
     def op(
@@ -175,7 +194,8 @@ class GraphBuilder:
             ax = axes if isinstance(axes, ir.Value) else self.i64(list(axes))
             return self.op(op_type, [x, ax], attrs)
         if isinstance(axes, ir.Value):
-            raise ValueError(f"{op_type} with run-time axes needs opset >= 18")
+            self.require_opset(18, f"{op_type} with run-time axes")
+            return self.op(op_type, [x, axes], attrs)
         attrs["axes"] = list(axes)
         return self.op(op_type, [x], attrs)
 
@@ -242,4 +262,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["LAYER_META", "GraphBuilder", "Names", "onnx_dtype"]
+__all__ = ["LAYER_META", "GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]

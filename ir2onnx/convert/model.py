@@ -1,24 +1,55 @@
-"""IR model -> ONNX model: graph inputs/outputs named and ordered as OpenVINO reports them."""
+"""IR model -> ONNX model: graph inputs/outputs named and ordered as OpenVINO reports them.
+
+The ONNX opset is chosen per model: the lowest (at least MIN_OPSET) at which every layer can be expressed. Converters
+state the lowest opset they emit (registry) and record needs known only while translating (LayerContext.
+require_opset); a translation that recorded a need above its opset is redone at that opset.
+"""
 
 from __future__ import annotations
+
+import functools
+import logging
 
 import onnx
 import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
 import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
-from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import set_value_type, value_type
+from ir2onnx.convert import layer_map
+from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
+from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
-from ir2onnx.errors import ConversionError
+from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
-DEFAULT_OPSET = 17
 MIN_OPSET = 17
-MAX_OPSET = 21
+
+log = logging.getLogger("ir2onnx")
+
+
+@functools.lru_cache(maxsize=1)
+def newest_opset() -> int:
+    """The newest ONNX opset that both the onnx package and the installed onnxruntime support."""
+    newest = onnx.defs.onnx_opset_version()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return newest
+    for opset in range(newest, MIN_OPSET, -1):
+        x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+        y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+        graph = onnx.helper.make_graph([onnx.helper.make_node("Identity", ["x"], ["y"])], "probe", [x], [y])
+        probe = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                       ir_version=_ir_version(opset))
+        try:
+            ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001  onnxruntime refuses opsets newer than it knows
+            continue
+        return opset
+    return MIN_OPSET
 
 
 def input_name(p: Layer) -> str:
@@ -40,11 +71,48 @@ def output_name(graph: Graph, r: Layer) -> str:
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
-    """Translate a validated IR into an onnx-ir model (initializers are views of the weights)."""
-    opset = DEFAULT_OPSET if opset is None else opset
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{MAX_OPSET}")
+    """Translate a validated IR into an onnx-ir model (initializers are views of the weights).
+
+    `opset=None` chooses the lowest opset >= MIN_OPSET that expresses every layer; a given opset is used as it is,
+    and every layer that needs a newer one is listed in one error. The choice and its reason are logged and kept in
+    `model.meta["ir2onnx.opset_reason"]`."""
     check_supported(model.graph)
+    if opset is not None:
+        if not MIN_OPSET <= opset <= newest_opset():
+            raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{newest_opset()} "
+                                  "(the newest that the installed onnx and onnxruntime support)")
+        out, needs = _translate(model, weights, opset)
+        if needs:
+            raise OpsetError(f"--opset {opset} cannot express {len(needs)} layer(s):", _listing(needs))
+        reason = f"opset {opset} as requested"
+    else:
+        target, needs = MIN_OPSET, []
+        while True:
+            out, more = _translate(model, weights, target)
+            if not more:
+                break
+            needs, target = more, max(n.opset for n in more)
+            if target > newest_opset():
+                raise OpsetError(f"{len(more)} layer(s) need an ONNX opset newer than {newest_opset()}, the newest "
+                                 "that the installed onnxruntime runs:", _listing(more))
+        top = [n for n in needs if n.opset == target]
+        reason = (f"opset {target}: the lowest that expresses every layer" +
+                  (f" ({top[0].where} needs it: {top[0].why}" + (f"; +{len(top) - 1} more" if len(top) > 1 else "")
+                   + ")" if top else ""))
+    out.meta["ir2onnx.opset_reason"] = reason
+    log.info("ONNX %s", reason)
+    return out
+
+
+def _listing(needs: list[OpsetNeed]) -> list[tuple[int, str, str]]:
+    seen: dict[tuple[str, str], int] = {}
+    for n in needs:
+        seen[(n.where, n.why)] = max(n.opset, seen.get((n.where, n.why), 0))
+    return [(o, w, why) for (w, why), o in seen.items()]
+
+
+def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.Model, list[OpsetNeed]]:
+    """Translate at `opset`; also returns what layers recorded as needing a newer opset."""
     g = model.graph
     b = GraphBuilder(opset)
     in_names = [input_name(p) for p in g.parameters]
@@ -66,7 +134,8 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
     wanted = {n for n in out_names if n not in in_names}
     for n in wanted:
         b.names.reserve(n)
-    results = Translator(weights).translate(g, b, bindings)
+    translator = Translator(weights)
+    results = translator.translate(g, b, bindings)
     outputs: list[ir.Value] = []
     taken: set[ir.Value] = set()
     for r, name in zip(g.results, out_names):
@@ -85,10 +154,14 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
     graph = b.build(outputs, model.name or "ir2onnx")
     _drop_unused_initializers(graph)
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
+    if b.opset_needs:  # translated again at a newer opset, or refused: no shape inference needed
+        return out, b.opset_needs
     _infer_output_shapes(out)
     for v, r in zip(outputs, g.results):
-        v.shape = _complete_shape(v.shape, r.inputs[0].dims)
-    return out
+        if not has_runtime_dims(v):
+            v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+    layer_map.attach(out, translator.layer_values)
+    return out, b.opset_needs
 
 
 def _complete_shape(inferred: ir.Shape | None, declared: tuple[int | None, ...]) -> ir.Shape:

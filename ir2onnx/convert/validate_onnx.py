@@ -86,12 +86,15 @@ def _error(model: ir.Model, what: str, message: str) -> InvalidModelError:
     """Name the IR layer whose node the (innermost) error is about, and say what is inconsistent."""
     layers: dict[str, object] = {}
     producers: dict[str, object] = {}
+    prefixes: dict[str, object] = {}
     for node in _nodes(model.graph):
         layer = node.meta.get(LAYER_META)
         if layer is None:
             continue
         if node.name:
             layers[node.name] = layer
+            # nodes a pass made in place of others carry their name as prefix, which starts with the layer's hint
+            prefixes.setdefault(node.name.split("/")[0], layer)
         for out in node.outputs:
             if out.name:
                 producers[out.name] = layer
@@ -101,7 +104,7 @@ def _error(model: ir.Model, what: str, message: str) -> InvalidModelError:
     for pattern in _NODE_PATTERNS:
         for m in pattern.finditer(message):
             name = m.group(1)
-            layer = layers.get(name) or producers.get(name)
+            layer = layers.get(name) or producers.get(name) or prefixes.get(name.split("/")[0])
             if layer is not None and (found is None or m.start() > found[0]):
                 found = (m.start(), layer)
     if found is None:  # a value named in the message (graph outputs, body inputs)

@@ -17,8 +17,6 @@ def reduce_value(ctx: LayerContext, onnx_op: str, x: ir.Value) -> ir.Value:
         if not axes_list:
             return ctx.b.op("Identity", [x])
         return ctx.b.reduce(onnx_op, x, axes_list, keep)
-    if ctx.opset < 18 and onnx_op != "ReduceSum":
-        raise ctx.error(f"{ctx.layer.type} with run-time axes needs --opset 18 or newer")
     ax = ctx.b.reshape(ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), [-1])
     return ctx.b.reduce(onnx_op, x, ax, keep, noop_with_empty_axes=True)
 
