@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import traceback
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,6 +34,12 @@ def _fail(e: BaseException, debug: bool) -> None:
     raise typer.Exit(EXIT_INTERNAL)
 
 
+class WeightMode(str, Enum):
+    reference = "reference"
+    copy = "copy"
+    inline = "inline"
+
+
 @app.command()
 def convert(
     model: Annotated[Path, typer.Argument(help="The IR's model.xml")],
@@ -49,12 +57,28 @@ def convert(
     layerwise: Annotated[bool, typer.Option("--layerwise", help="Compare every layer; name the first that differs")] = False,
     report_path: Annotated[Optional[Path], typer.Option("--report", help="Write the check's report as JSON")] = None,
     optimize: Annotated[bool, typer.Option(help="Apply the default ONNX passes")] = True,
-    external_data: Annotated[Optional[bool], typer.Option(help="Weights in a side file (default: when > 1 GiB)")] = None,
+    fuse: Annotated[bool, typer.Option(help="Fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node "
+                                            "(--no-fuse keeps the loops)")] = True,
+    weights: Annotated[Optional[WeightMode], typer.Option(
+        help="Where the weights go. reference: the ONNX file points into the IR's .bin (no copy; the .onnx then "
+             "needs the .bin at the same path relative to it, in its directory or below), weights the conversion "
+             "computes go to OUT.onnx.data. copy: all to OUT.onnx.data. inline: all inside the .onnx (< 2 GiB). "
+             "Default: reference when the output's directory holds the .bin, else copy.",
+        show_default=False)] = None,
+    external_data: Annotated[Optional[bool], typer.Option(
+        help="Older spelling: --external-data is --weights copy, --no-external-data is --weights inline")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no 'wrote' line")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
 ) -> None:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
+    from ir2onnx._lazy import defer_symbolic_shapes
+
+    defer_symbolic_shapes()  # onnx-ir's sympy is only needed for shape arithmetic the conversion does not do
     import ir2onnx
 
+    bar = _progress_bar(quiet)
+    if quiet:
+        logging.getLogger("ir2onnx").setLevel(logging.WARNING)
     try:
         if device not in ("cpu", "cuda"):
             raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
@@ -63,15 +87,18 @@ def convert(
 
             if not cuda_available():
                 raise ConversionError(f"--device cuda: {cuda_unavailable_reason()}")
-        path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize,
-                                    external_data=external_data)
-        out.print(f"wrote {path}", markup=False, highlight=False)
+        with bar:
+            path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize, fuse=fuse,
+                                        weights=weights.value if weights is not None else None,
+                                        external_data=external_data, progress=bar.update)
+        if not quiet:
+            out.print(f"wrote {path}", markup=False, highlight=False)
         if not check:
             return
     except Exception as e:  # noqa: BLE001  every failure becomes one readable line and an exit code
         _fail(e, debug)
         return
-    _check(model, path, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug)
+    _check(model, path, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug, quiet)
 
 
 @app.command("check")
@@ -87,14 +114,17 @@ def check_command(
     seed: Annotated[int, typer.Option(help="Seed of the default inputs")] = 0,
     timeout: Annotated[float, typer.Option(help="Seconds each runtime may run")] = 60.0,
     layerwise: Annotated[bool, typer.Option("--layerwise", help="Compare every layer; name the first that differs")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
 ) -> None:
     """Compare an existing ONNX model with the IR (exit 0 equal, 1 mismatch, 2 bad input)."""
-    _check(model, onnx_model, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug)
+    _check(model, onnx_model, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug,
+           quiet)
 
 
 def _check(model: Path, onnx_path: Path, bin_path: Optional[Path], inputs: Optional[Path], device: str, rtol: float,
-           atol: float, seed: int, timeout: float, layerwise: bool, report_path: Optional[Path], debug: bool) -> None:
+           atol: float, seed: int, timeout: float, layerwise: bool, report_path: Optional[Path], debug: bool,
+           quiet: bool) -> None:
     """The check shared by `convert --check` and `check`: report on the console (and as JSON), exit code."""
     import ir2onnx
     from ir2onnx.check.render import print_report, write_report
@@ -102,8 +132,9 @@ def _check(model: Path, onnx_path: Path, bin_path: Optional[Path], inputs: Optio
     try:
         if not onnx_path.is_file():
             raise ConversionError(f"cannot read the ONNX model {onnx_path}: no such file")
-        report = ir2onnx.check(model, str(onnx_path), bin_path=bin_path, inputs=inputs, device=device, rtol=rtol,
-                               atol=atol, seed=seed, timeout=timeout, layerwise=layerwise)
+        with _status("checking: onnxruntime and OpenVINO run the model", quiet):
+            report = ir2onnx.check(model, str(onnx_path), bin_path=bin_path, inputs=inputs, device=device,
+                                   rtol=rtol, atol=atol, seed=seed, timeout=timeout, layerwise=layerwise)
         print_report(out, report)
         if report_path is not None:
             write_report(report_path, report)
@@ -112,6 +143,48 @@ def _check(model: Path, onnx_path: Path, bin_path: Optional[Path], inputs: Optio
         return
     if not report.passed:
         raise typer.Exit(EXIT_MISMATCH)
+
+
+class _WriteProgress:
+    """A transient progress bar on stderr for the weights being written (only on a terminal, and not --quiet)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> _WriteProgress:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total < _PROGRESS_MIN_BYTES:
+            return
+        if self._progress is None:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+            self._progress = Progress(TextColumn("writing weights"), BarColumn(), DownloadColumn(),
+                                      TransferSpeedColumn(), console=err, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task("weights", total=total)
+        self._progress.update(self._task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+_PROGRESS_MIN_BYTES = 64 << 20  # below this, writing takes a moment: no bar
+
+
+def _progress_bar(quiet: bool) -> _WriteProgress:
+    return _WriteProgress(not quiet and err.is_terminal)
+
+
+def _status(message: str, quiet: bool):  # type: ignore[no-untyped-def]
+    """A spinner on stderr while a longer step runs (only on a terminal, and not --quiet)."""
+    if quiet or not err.is_terminal:
+        return contextlib.nullcontext()
+    return err.status(message)
 
 
 @app.command()
@@ -141,6 +214,9 @@ def info(
 @app.command()
 def ops() -> None:
     """The supported IR op types and the opsets of their versions."""
+    from ir2onnx._lazy import defer_import
+
+    defer_import("onnx_ir")  # the converters are only registered here, never run
     import ir2onnx.convert.ops  # noqa: F401
     from ir2onnx.convert.registry import registered
 

@@ -8,24 +8,34 @@ import onnx_ir as ir
 
 from ir2onnx.convert import registry
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.convert.context import LayerContext, has_runtime_dims, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
 from ir2onnx.ir.weights import Weights
 
-_STRUCTURAL = ("parameter", "result", "const", "constant")
+STRUCTURAL_TYPES = ("parameter", "result", "const", "constant")
 
 
 def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
     """Every (type, version) without a converter, bodies included, with counts and example locations."""
     found: dict[tuple[str, str], list[Layer]] = {}
     for layer in graph.walk():
-        if layer.type_key in _STRUCTURAL:
+        if layer.type_key in STRUCTURAL_TYPES:
             continue
         if registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
-    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3])) for (t, v), ls in sorted(found.items())]
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), _reason(t, v))
+            for (t, v), ls in sorted(found.items())]
+
+
+def _reason(op_type: str, version: str) -> str:
+    """Why a (type, version) is refused: a version OpenVINO would not read, or an op with no exact ONNX form."""
+    problem = registry.opset_problem(op_type, version) if version != "no version" else None
+    if problem:
+        return problem
+    why = registry.refusal_reason(op_type)
+    return f"not convertible: {why}" if why else ""
 
 
 def check_supported(graph: Graph) -> None:
@@ -122,6 +132,8 @@ def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Va
     if not b.owns(value) or value in taken:
         copy = b.identity(value)
         set_value_type(copy, value_type(value))
+        if has_runtime_dims(value):
+            mark_runtime_dims(copy)
         value = copy
     taken.add(value)
     return value

@@ -17,7 +17,7 @@ from onnx_ir.passes.common import ShapeInferencePass
 import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
-from ir2onnx.convert.context import set_value_type, value_type
+from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.model import Graph, IRModel, Layer
@@ -158,7 +158,8 @@ def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.
         return out, b.opset_needs
     _infer_output_shapes(out)
     for v, r in zip(outputs, g.results):
-        v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+        if not has_runtime_dims(v):
+            v.shape = _complete_shape(v.shape, r.inputs[0].dims)
     layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
 

@@ -2,12 +2,21 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    attention,
+    bitwise,
     elementwise,
     gather,
+    math,
+    movement,
+    nms,
     nn,
     normalization,
+    not_convertible,
     reduce,
     rnn,
+    scatter,
+    sequence,
     shape,
+    strided_slice,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401

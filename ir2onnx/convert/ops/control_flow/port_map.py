@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
@@ -39,6 +40,7 @@ class PortMapPlan:
     inputs: list[BodyInput] = field(default_factory=list)
     outputs: list[BodyOutput] = field(default_factory=list)
     condition: Layer | None = None  # Loop: the body Result with the continue flag
+    unmapped: list[Layer] = field(default_factory=list)  # body Parameters without a port_map input
 
     def of_kind(self, kind: str) -> list[BodyInput]:
         return [i for i in self.inputs if i.kind == kind]
@@ -65,14 +67,13 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
             plan.inputs.append(BodyInput("current_iteration", param, e, None))
             continue
         outer = ctx.inputs[e.external_port_id]
-        if e.sliced:
-            if param.id in back:
-                raise ctx.error(f"body {param.where()} is both a sliced input and a back-edge target")
+        if e.sliced:  # a back edge to a sliced Parameter has no effect: OpenVINO feeds the slice every iteration
             plan.inputs.append(BodyInput("sliced", param, e, outer))
         elif param.id in back:
             plan.inputs.append(BodyInput("merged", param, e, outer, by_id[back[param.id]]))
         else:
             plan.inputs.append(BodyInput("invariant", param, e, outer))
+    plan.unmapped = [p for p in body.graph.parameters if p.id not in seen]
     mapped = [o for o in body.outputs if o.external_port_id >= 0 and o.purpose != "execution_condition"]
     for index, e in enumerate(sorted(mapped, key=lambda e: e.external_port_id)):
         plan.outputs.append(BodyOutput("concat" if e.sliced else "last", by_id[e.internal_layer_id], e, index))
@@ -80,6 +81,20 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
     if conds:
         plan.condition = by_id[conds[0].internal_layer_id]
     return plan
+
+
+def bind_unmapped(ctx: LayerContext, plan: PortMapPlan, bindings: dict[str, ir.Value]) -> None:
+    """Give every Parameter without a port_map input what OpenVINO's CPU plugin feeds it: zeros of its declared
+    shape on every iteration (its back edges, if any, are ignored). One that nothing reads gets a value no node uses."""
+    read = {e.from_layer for e in plan.body.graph.edges}
+    for p in plan.unmapped:
+        dims, et = param_dims(p), param_type(p)
+        if p.id not in read:
+            bindings[p.id] = ir.Value(name=ctx.b.names.fresh(f"{ctx.layer.name}/{p.name or p.id}_unused"))
+            continue
+        if dims is None or None in dims or et is None:  # refused by validation
+            raise ctx.error(f"body {p.where()} has no port_map input and no static shape and type")
+        bindings[p.id] = ctx.b.const(np.zeros([int(d) for d in dims], dtype=et.numpy))
 
 
 def param_type(param: Layer) -> ElementType | None:
