@@ -59,7 +59,8 @@ def input_name(p: Layer) -> str:
 
 
 def output_name(graph: Graph, r: Layer) -> str:
-    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else legacy."""
+    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else the legacy name
+    (the producer's name, with `.index` when it has several outputs)."""
     explicit = [n.replace("\\,", ",").strip() for n in r.data.get("output_names", "").split(",") if n.strip()]
     if explicit:
         return min(explicit)
@@ -67,7 +68,7 @@ def output_name(graph: Graph, r: Layer) -> str:
     names = src.layer.outputs[src.output].names
     if names:
         return min(names)
-    return f"{src.layer.name}.{src.output}"
+    return src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}"
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
