@@ -5,6 +5,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     attention,
     bitwise,
     elementwise,
+    embedding,
     gather,
     math,
     movement,
@@ -12,11 +13,15 @@ from ir2onnx.convert.ops import (  # noqa: F401
     nn,
     normalization,
     not_convertible,
+    priors,
     reduce,
     rnn,
+    roi,
     scatter,
+    search,
     sequence,
     shape,
     strided_slice,
+    yolo,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
