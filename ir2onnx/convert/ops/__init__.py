@@ -9,6 +9,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     math,
     nn,
     normalization,
+    quantization,
     reduce,
     rnn,
     shape,
