@@ -192,6 +192,15 @@ class GraphBuilder:
         attrs["axes"] = list(axes)
         return self.op(op_type, [x], attrs)
 
+    def dft(self, x: ir.Value, axis: int, length: ir.Value | None = None, *, inverse: bool = False,
+            onesided: bool = False) -> ir.Value:
+        """ONNX DFT along one non-negative axis: an attribute up to opset 19, an input from 20."""
+        attrs: dict[str, AttrValue | None] = {"inverse": int(inverse), "onesided": int(onesided)}
+        if self.opset >= 20:
+            return self.op("DFT", [x, length, self.i64(axis)], attrs)
+        attrs["axis"] = axis
+        return self.op("DFT", [x, length] if length is not None else [x], attrs)
+
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
         return self.op("Cast", [x], {"to": int(to)})
 

@@ -14,5 +14,6 @@ from ir2onnx.convert.ops import (  # noqa: F401
     reduce,
     rnn,
     shape,
+    signal,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
