@@ -98,8 +98,18 @@ def irdft(ctx: LayerContext) -> ir.Value:
     lengths = _lengths(ctx, x, axes)
     x = _complex_dfts(b, x, axes[:-1], lengths[:-1], inverse=True)
     a = axes[-1]
+    if lengths[-1] is not None:
+        n = lengths[-1]
+    else:
+        m = b.reshape(b.shape_of(x, a, a + 1), [])
+        n = b.op("Mul", [b.op("Sub", [m, b.i64(1)]), b.i64(2)])
+    return _float_out(ctx, complex_to_real(b, x, a, n, rank))
+
+
+def complex_to_real(b: GraphBuilder, x: ir.Value, a: int, n: ir.Value, rank: int) -> ir.Value:
+    """Real inverse DFT of length n (scalar int64) along axis a of complex x ([..., 2], `rank` dims) holding the
+    first bins of a Hermitian-symmetric spectrum; the complex dim is removed."""
     m = b.reshape(b.shape_of(x, a, a + 1), [])
-    n = lengths[-1] if lengths[-1] is not None else b.op("Mul", [b.op("Sub", [m, b.i64(1)]), b.i64(2)])
     half = b.op("Add", [b.op("Div", [n, b.i64(2)]), b.i64(1)])  # bins used
     pad = b.op("Max", [b.op("Sub", [half, m]), b.i64(0)])
     zeros = b.i64([0] * rank)
@@ -116,5 +126,82 @@ def irdft(ctx: LayerContext) -> ir.Value:
     conj = b.op("Transpose", [b.reshape(conj, [2, -1])], {"perm": [1, 0]})  # [n, 2]
     conj = b.reshape(conj, b.i64([-1] + [1] * (rank - 2 - a) + [2]))
     y = b.dft(b.op("Mul", [full, conj]), a, None, inverse=True)
-    y = b.squeeze(b.slice(y, [0], [1], [rank - 1]), [rank - 1])
-    return _float_out(ctx, y)
+    return b.squeeze(b.slice(y, [0], [1], [rank - 1]), [rank - 1])
+
+
+def _scalar_i64(ctx: LayerContext, i: int) -> ir.Value:
+    c = ctx.const(i)
+    if c is not None:
+        return ctx.b.i64(int(c.reshape(-1)[0]))
+    return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [])
+
+
+def _padded_window(ctx: LayerContext, window: ir.Value, frame_size: ir.Value) -> ir.Value:
+    """The window centred in frame_size samples (left padding (frame_size - length) // 2)."""
+    b = ctx.b
+    extra = b.op("Sub", [frame_size, b.reshape(b.shape_of(window), [])])
+    left = b.op("Div", [extra, b.i64(2)])
+    pads = b.concat([b.unsqueeze(left, [0]), b.unsqueeze(b.op("Sub", [extra, left]), [0])], 0)
+    return b.op("Pad", [window, pads])
+
+
+@converter("STFT", "opset15")
+def stft(ctx: LayerContext) -> ir.Value:
+    """ONNX STFT (one-sided) on [batch, time, 1]; OpenVINO's window may be shorter than frame_size and is then
+    centred in it. transpose_frames puts the bins before the frames."""
+    b = ctx.b
+    x, window = _float_in(ctx, 0), _float_in(ctx, 1)
+    frame_size, frame_step = _scalar_i64(ctx, 2), _scalar_i64(ctx, 3)
+    batched = ctx.input_rank(0) == 2
+    sig = b.unsqueeze(x, [-1] if batched else [0, -1])
+    y = b.op("STFT", [sig, frame_step, _padded_window(ctx, window, frame_size), frame_size], {"onesided": 1})
+    if ctx.attr_bool("transpose_frames", False):
+        y = b.op("Transpose", [y], {"perm": [0, 2, 1, 3]})
+    return _float_out(ctx, y if batched else b.squeeze(y, [0]))
+
+
+@converter("ISTFT", "opset16", onnx_opset=18)
+def istft(ctx: LayerContext) -> ir.Value:
+    """Per frame a real inverse DFT of frame_size samples, times the centred window, overlap-added (Col2Im) and
+    divided by the overlap-added squared window where that is not 0 (else 0); `normalized` multiplies by
+    sqrt(frame_size) first. `center` drops frame_size // 2 samples at the start; the length is signal_length when
+    given (> 0), else the full length less frame_size rounded down to even with `center`; samples past the end are
+    zeros."""
+    b = ctx.b
+    step_const = ctx.const(3)
+    if step_const is None:
+        raise ctx.error("a run-time frame_step is not supported (ONNX Col2Im takes the step as an attribute)")
+    col2im = {"strides": [1, int(step_const.reshape(-1)[0])]}
+    x, window = _float_in(ctx, 0), _float_in(ctx, 1)
+    fs, step = _scalar_i64(ctx, 2), _scalar_i64(ctx, 3)
+    batched = ctx.input_rank(0) == 4
+    if not batched:
+        x = b.unsqueeze(x, [0])
+    x = b.op("Transpose", [x], {"perm": [0, 2, 1, 3]})  # [batch, frames, bins, 2]
+    frames = complex_to_real(b, x, 2, fs, 4)  # [batch, frames, fs]
+    w = _padded_window(ctx, window, fs)
+    frames = b.op("Transpose", [b.op("Mul", [frames, w])], {"perm": [0, 2, 1]})  # [batch, fs, frames]
+    nf = b.reshape(b.shape_of(x, 1, 2), [])
+    full = b.op("Add", [b.op("Mul", [b.op("Sub", [nf, b.i64(1)]), step]), fs])
+    one = b.i64([1])
+    image, block = b.concat([one, b.unsqueeze(full, [0])], 0), b.concat([one, b.unsqueeze(fs, [0])], 0)
+    y = b.reshape(b.op("Col2Im", [frames, image, block], col2im), b.i64([0, -1]))  # [batch, full]
+    w2 = b.op("Expand", [b.unsqueeze(b.op("Mul", [w, w]), [0, 2]), b.concat([one, b.unsqueeze(fs, [0]),
+                                                                           b.unsqueeze(nf, [0])], 0)])
+    env = b.reshape(b.op("Col2Im", [w2, image, block], col2im), b.i64([1, -1]))
+    if ctx.attr_bool("normalized", False):
+        y = b.op("Mul", [y, b.op("Sqrt", [b.op("CastLike", [fs, y])])])
+    zero = b.op("CastLike", [b.const(0.0, np.float32), y])
+    is_zero = b.op("Equal", [env, zero])
+    safe = b.op("Where", [is_zero, b.op("CastLike", [b.const(1.0, np.float32), y]), env])
+    y = b.op("Where", [is_zero, zero, b.op("Div", [y, safe])])
+    center = ctx.attr_bool("center", False)
+    margin = b.op("Div", [fs, b.i64(2)]) if center else b.i64(0)
+    length = b.op("Sub", [full, b.op("Mul", [margin, b.i64(2)])]) if center else full
+    if len(ctx.inputs) > 4 and ctx.inputs[4] is not None:
+        given = _scalar_i64(ctx, 4)
+        length = b.op("Where", [b.op("Greater", [given, b.i64(0)]), given, length])
+    count = b.op("Min", [length, b.op("Sub", [full, margin])])
+    y = b.op("Slice", [y, b.unsqueeze(margin, [0]), b.unsqueeze(b.op("Add", [margin, count]), [0]), b.i64([1])])
+    y = b.op("Pad", [y, b.concat([b.i64([0, 0, 0]), b.unsqueeze(b.op("Sub", [length, count]), [0])], 0)])
+    return _float_out(ctx, y if batched else b.squeeze(y, [0]))
