@@ -87,6 +87,7 @@ class GraphBuilder:
         self.hint = "t"  # prefix for generated names: the IR layer being translated
         self.where = ""  # that layer's location, for messages
         self.opset_needs: list[OpsetNeed] = []  # used on the root only
+        self.opset_forced = parent.opset_forced if parent else False  # the user chose the opset
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
         self._produced: set[ir.Value] = set()
 
@@ -110,6 +111,16 @@ class GraphBuilder:
         v.const_value.name = v.name  # type: ignore[union-attr]
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
         v.shape = ir.Shape(array.shape)
+        self.root.initializers.append(v)
+        return v
+
+    def packed_initializer(self, packed: np.ndarray, dtype: ir.DataType, shape: Sequence[int],
+                           hint: str = "const") -> ir.Value:
+        """A 4-bit constant kept packed (two values a byte, the first in the low nibble, as OpenVINO stores them)."""
+        v = ir.Value(name=self.names.fresh(hint), const_value=ir.PackedTensor(packed, dtype, shape=list(shape)))
+        v.const_value.name = v.name  # type: ignore[union-attr]
+        v.type = ir.TensorType(dtype)
+        v.shape = ir.Shape(list(shape))
         self.root.initializers.append(v)
         return v
 

@@ -12,9 +12,12 @@ from ir2onnx.convert.context import LayerContext, set_value_type, value_type
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
-from ir2onnx.ir.weights import Weights
+from ir2onnx.ir.weights import Weights, needed_bytes
 
 _STRUCTURAL = ("parameter", "result", "const", "constant")
+# 4-bit integer weights that only feed Convert layers (weight decompression) stay packed in ONNX INT4/UINT4
+_PACKED = {"u4": ir.DataType.UINT4, "i4": ir.DataType.INT4}
+_PACKED_OPSET = 21
 
 
 def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
@@ -40,6 +43,13 @@ class Translator:
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
         self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
+        self._consumer_map: dict[int, dict[str, set[str]]] = {}
+
+    def _consumers(self, graph: Graph) -> dict[str, set[str]]:
+        key = id(graph)
+        if key not in self._consumer_map:
+            self._consumer_map[key] = _consumer_types(graph)
+        return self._consumer_map[key]
 
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
@@ -51,7 +61,7 @@ class Translator:
                 values[(layer.id, 0)] = bindings[layer.id]
                 continue
             if key in ("const", "constant"):
-                values[(layer.id, 0)] = self._const(layer, b)
+                values[(layer.id, 0)] = self._const(layer, b, graph)
                 continue
             inputs = [values[(s.layer.id, s.output)] for s in (graph.source(layer, i) for i in range(len(layer.inputs)))]
             if key == "result":
@@ -60,12 +70,23 @@ class Translator:
             values.update(self._convert_layer(layer, graph, inputs, b))
         return results
 
-    def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
+    def _const(self, layer: Layer, b: GraphBuilder, graph: Graph) -> ir.Value:
         c = layer.const
         assert c is not None and self.weights is not None
-        key = (c.offset, c.size, c.element_type.name, c.shape)
+        packed = c.element_type.name in _PACKED and self._consumers(graph).get(layer.id) == {"convert"}
+        if packed and b.opset < _PACKED_OPSET:
+            packed = False
+            if not b.opset_forced:  # worth a newer opset: 4-bit weights would take a byte each
+                b.where = layer.where()
+                b.require_opset(_PACKED_OPSET, f"{c.element_type.name} weights stay packed (ONNX INT4/UINT4)")
+        key = (c.offset, c.size, c.element_type.name, c.shape, packed)
         if key not in self._consts:
-            v = b.initializer(self.weights.array(c), layer.name or f"const_{layer.id}")
+            hint = layer.name or f"const_{layer.id}"
+            if packed:
+                raw = self.weights.raw(c.offset, needed_bytes(c.element_type, c.shape))
+                v = b.packed_initializer(raw, _PACKED[c.element_type.name], c.shape, hint)
+            else:
+                v = b.initializer(self.weights.array(c), hint)
             set_value_type(v, c.element_type)
             self._consts[key] = v
         return self._consts[key]
@@ -95,6 +116,14 @@ class Translator:
                 set_value_type(outs[i], port.element_type)
             produced[(layer.id, i)] = outs[i]
         return produced
+
+
+def _consumer_types(graph: Graph) -> dict[str, set[str]]:
+    """Layer id -> the types of the layers that read its outputs."""
+    out: dict[str, set[str]] = {}
+    for (lid, _), src in graph.sources.items():
+        out.setdefault(src.layer.id, set()).add(graph.by_id[lid].type_key)
+    return out
 
 
 def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Value:
