@@ -10,14 +10,14 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import f32_input
 from ir2onnx.convert.registry import converter
 
 _F32 = ir.DataType.FLOAT
 
 
 def _in_f32(ctx: LayerContext, idx: Sequence[int]) -> list[ir.Value]:
-    """Inputs in f32 (OpenVINO computes f16/bf16 networks in f32 at f32 inference precision)."""
-    return [ctx.inputs[i] if ctx.input_type(i).name == "f32" else ctx.b.cast(ctx.inputs[i], _F32) for i in idx]
+    return [f32_input(ctx, i) for i in idx]
 
 
 def _back(ctx: LayerContext, y: ir.Value) -> ir.Value:

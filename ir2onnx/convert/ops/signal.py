@@ -10,20 +10,10 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import to_output_type, wide_input
 from ir2onnx.convert.registry import converter
-
-
-def _float_in(ctx: LayerContext, i: int) -> ir.Value:
-    """Input i in f32 (onnxruntime's DFT/STFT take f32 and f64; f16/bf16 are computed in f32)."""
-    x = ctx.inputs[i]
-    return x if ctx.input_type(i).name in ("f32", "f64") else ctx.b.cast(x, ir.DataType.FLOAT)
-
-
-def _float_out(ctx: LayerContext, y: ir.Value) -> ir.Value:
-    et = ctx.output_type(0)
-    return y if et.name in ("f32", "f64") else ctx.b.cast(y, onnx_dtype(et))
 
 
 def _axes(ctx: LayerContext, signal_rank: int) -> list[int]:
@@ -62,27 +52,27 @@ def _complex_dfts(b: GraphBuilder, x: ir.Value, axes: list[int], lengths: list[i
 
 @converter("DFT", "opset7")
 def dft(ctx: LayerContext) -> ir.Value:
-    x = _float_in(ctx, 0)
+    x = wide_input(ctx, 0)
     axes = _axes(ctx, ctx.input_rank(0) - 1)
-    return _float_out(ctx, _complex_dfts(ctx.b, x, axes, _lengths(ctx, x, axes), inverse=False))
+    return to_output_type(ctx, _complex_dfts(ctx.b, x, axes, _lengths(ctx, x, axes), inverse=False))
 
 
 @converter("IDFT", "opset7")
 def idft(ctx: LayerContext) -> ir.Value:
-    x = _float_in(ctx, 0)
+    x = wide_input(ctx, 0)
     axes = _axes(ctx, ctx.input_rank(0) - 1)
-    return _float_out(ctx, _complex_dfts(ctx.b, x, axes, _lengths(ctx, x, axes), inverse=True))
+    return to_output_type(ctx, _complex_dfts(ctx.b, x, axes, _lengths(ctx, x, axes), inverse=True))
 
 
 @converter("RDFT", "opset9")
 def rdft(ctx: LayerContext) -> ir.Value:
     """Real-to-complex along the last listed axis (which keeps n//2 + 1 bins), then full DFTs along the others."""
     b = ctx.b
-    x = b.unsqueeze(_float_in(ctx, 0), [-1])
+    x = b.unsqueeze(wide_input(ctx, 0), [-1])
     axes = _axes(ctx, ctx.input_rank(0))
     lengths = _lengths(ctx, x, axes)
     y = b.dft(x, axes[-1], lengths[-1], onesided=True)
-    return _float_out(ctx, _complex_dfts(b, y, axes[:-1], lengths[:-1], inverse=False))
+    return to_output_type(ctx, _complex_dfts(b, y, axes[:-1], lengths[:-1], inverse=False))
 
 
 @converter("IRDFT", "opset9")
@@ -92,7 +82,7 @@ def irdft(ctx: LayerContext) -> ir.Value:
     of the inverse DFT is kept (imaginary parts of the zero and Nyquist bins drop out, as in numpy.fft.irfftn).
     n is the last signal_size, else 2 * (dim - 1)."""
     b = ctx.b
-    x = _float_in(ctx, 0)
+    x = wide_input(ctx, 0)
     rank = ctx.input_rank(0)
     axes = _axes(ctx, rank - 1)
     lengths = _lengths(ctx, x, axes)
@@ -103,7 +93,7 @@ def irdft(ctx: LayerContext) -> ir.Value:
     else:
         m = b.reshape(b.shape_of(x, a, a + 1), [])
         n = b.op("Mul", [b.op("Sub", [m, b.i64(1)]), b.i64(2)])
-    return _float_out(ctx, complex_to_real(b, x, a, n, rank))
+    return to_output_type(ctx, complex_to_real(b, x, a, n, rank))
 
 
 def complex_to_real(b: GraphBuilder, x: ir.Value, a: int, n: ir.Value, rank: int) -> ir.Value:
@@ -150,14 +140,14 @@ def stft(ctx: LayerContext) -> ir.Value:
     """ONNX STFT (one-sided) on [batch, time, 1]; OpenVINO's window may be shorter than frame_size and is then
     centred in it. transpose_frames puts the bins before the frames."""
     b = ctx.b
-    x, window = _float_in(ctx, 0), _float_in(ctx, 1)
+    x, window = wide_input(ctx, 0), wide_input(ctx, 1)
     frame_size, frame_step = _scalar_i64(ctx, 2), _scalar_i64(ctx, 3)
     batched = ctx.input_rank(0) == 2
     sig = b.unsqueeze(x, [-1] if batched else [0, -1])
     y = b.op("STFT", [sig, frame_step, _padded_window(ctx, window, frame_size), frame_size], {"onesided": 1})
     if ctx.attr_bool("transpose_frames", False):
         y = b.op("Transpose", [y], {"perm": [0, 2, 1, 3]})
-    return _float_out(ctx, y if batched else b.squeeze(y, [0]))
+    return to_output_type(ctx, y if batched else b.squeeze(y, [0]))
 
 
 @converter("ISTFT", "opset16", onnx_opset=18)
@@ -172,7 +162,7 @@ def istft(ctx: LayerContext) -> ir.Value:
     if step_const is None:
         raise ctx.error("a run-time frame_step is not supported (ONNX Col2Im takes the step as an attribute)")
     col2im = {"strides": [1, int(step_const.reshape(-1)[0])]}
-    x, window = _float_in(ctx, 0), _float_in(ctx, 1)
+    x, window = wide_input(ctx, 0), wide_input(ctx, 1)
     fs, step = _scalar_i64(ctx, 2), _scalar_i64(ctx, 3)
     batched = ctx.input_rank(0) == 4
     if not batched:
@@ -204,4 +194,4 @@ def istft(ctx: LayerContext) -> ir.Value:
     count = b.op("Min", [length, b.op("Sub", [full, margin])])
     y = b.op("Slice", [y, b.unsqueeze(margin, [0]), b.unsqueeze(b.op("Add", [margin, count]), [0]), b.i64([1])])
     y = b.op("Pad", [y, b.concat([b.i64([0, 0, 0]), b.unsqueeze(b.op("Sub", [length, count]), [0])], 0)])
-    return _float_out(ctx, y if batched else b.squeeze(y, [0]))
+    return to_output_type(ctx, y if batched else b.squeeze(y, [0]))
