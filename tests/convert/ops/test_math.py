@@ -69,6 +69,13 @@ CASES = [
     Case("prelu-1d-data", lambda a: ops.prelu(a, const([0.1, 0.2, 0.3])), [((3,), F)]),
     Case("prelu-2d-slope", lambda a: ops.prelu(a, const(np.full((4, 5), 0.3, F))), [((3, 4, 5), F)]),
     Case("prelu-runtime-slope", lambda a, s: ops.prelu(a, s), [((2, 3, 4), F), ((3,), F)]),
+    # dims unknown at conversion time: per channel or numpy-style is decided at run time
+    Case("prelu-dynamic-channel", lambda a, s: ops.prelu(a, s), [((2, -1, 4), F), ((-1,), F)],
+         values=[np.linspace(-3, 3, 24, dtype=F).reshape(2, 3, 4), np.array([0.1, 0.2, 0.3], F)]),
+    # (OpenVINO's CPU plugin cannot run this one: it fixes the per-channel form before the dims are known)
+    Case("prelu-dynamic-last", lambda a, s: ops.prelu(a, s), [((2, -1, 4), F), ((-1,), F)],
+         values=[np.linspace(-3, 3, 24, dtype=F).reshape(2, 3, 4), np.array([0.1, 0.2, 0.3, 0.4], F)],
+         expected=lambda x, s: [np.where(x < 0, x * s, x)]),
     Case("grn", lambda a: ops.grn(a, 0.5), [((2, 3, 4), F)]),
     Case("grn-4d", lambda a: ops.grn(a, 1e-6), [((1, 5, 2, 3), F)]),
     Case("eye-square", lambda: _eye(const(3, I64), const(3, I64), const(0, I64)), []),
