@@ -43,13 +43,14 @@ class Translator:
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
         self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
-        self._consumer_map: dict[int, dict[str, set[str]]] = {}
+        self._consumer_map: dict[int, dict[str, list[Layer]]] = {}
 
-    def _consumers(self, graph: Graph) -> dict[str, set[str]]:
+    def consumers(self, graph: Graph, layer: Layer) -> list[Layer]:
+        """The layers of `graph` that read an output of `layer` (once each)."""
         key = id(graph)
         if key not in self._consumer_map:
-            self._consumer_map[key] = _consumer_types(graph)
-        return self._consumer_map[key]
+            self._consumer_map[key] = _consumer_index(graph)
+        return self._consumer_map[key].get(layer.id, [])
 
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
@@ -73,7 +74,7 @@ class Translator:
     def _const(self, layer: Layer, b: GraphBuilder, graph: Graph) -> ir.Value:
         c = layer.const
         assert c is not None and self.weights is not None
-        packed = c.element_type.name in _PACKED and self._consumers(graph).get(layer.id) == {"convert"}
+        packed = c.element_type.name in _PACKED and {x.type_key for x in self.consumers(graph, layer)} == {"convert"}
         if packed and b.opset < _PACKED_OPSET:
             packed = False
             if not b.opset_forced:  # worth a newer opset: 4-bit weights would take a byte each
@@ -118,11 +119,13 @@ class Translator:
         return produced
 
 
-def _consumer_types(graph: Graph) -> dict[str, set[str]]:
-    """Layer id -> the types of the layers that read its outputs."""
-    out: dict[str, set[str]] = {}
-    for (lid, _), src in graph.sources.items():
-        out.setdefault(src.layer.id, set()).add(graph.by_id[lid].type_key)
+def _consumer_index(graph: Graph) -> dict[str, list[Layer]]:
+    """Layer id -> the layers that read its outputs."""
+    out: dict[str, list[Layer]] = {}
+    for (lid, _), src in sorted(graph.sources.items()):
+        readers = out.setdefault(src.layer.id, [])
+        if graph.by_id[lid] not in readers:
+            readers.append(graph.by_id[lid])
     return out
 
 
