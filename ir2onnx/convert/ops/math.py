@@ -11,25 +11,27 @@ from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.ops.precision import f32_input, to_output_type, wide_input
 from ir2onnx.convert.registry import converter
 
+# f16/bf16 are tested in f32 (exact); f64 stays f64 (1e300 is finite).
 @converter("IsNaN", "opset10")
 def is_nan(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("IsNaN", [f32_input(ctx, 0)])
+    return ctx.b.op("IsNaN", [wide_input(ctx, 0)])
 
 
 @converter("IsInf", "opset10")
 def is_inf(ctx: LayerContext) -> ir.Value:
     neg, pos = ctx.attr_bool("detect_negative", True), ctx.attr_bool("detect_positive", True)
-    return ctx.b.op("IsInf", [f32_input(ctx, 0)], {"detect_negative": int(neg), "detect_positive": int(pos)})
+    return ctx.b.op("IsInf", [wide_input(ctx, 0)], {"detect_negative": int(neg), "detect_positive": int(pos)})
 
 
 @converter("IsFinite", "opset10")
 def is_finite(ctx: LayerContext) -> ir.Value:
-    x = f32_input(ctx, 0)
+    x = wide_input(ctx, 0)
     return ctx.b.op("Not", [ctx.b.op("Or", [ctx.b.op("IsNaN", [x]), ctx.b.op("IsInf", [x])])])
 
 
 def _float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
-    """Computed in f32; integer inputs are rounded back to their type (half to even), as OpenVINO does."""
+    """Computed in f32 (onnxruntime has these for f32 only; OpenVINO's CPU plugin computes f64 in f32 too);
+    integer inputs are rounded back to their type (half to even), as OpenVINO does."""
 
     def convert(ctx: LayerContext) -> ir.Value:
         et = ctx.input_type(0)
