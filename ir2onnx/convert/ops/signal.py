@@ -150,18 +150,14 @@ def stft(ctx: LayerContext) -> ir.Value:
     return to_output_type(ctx, y if batched else b.squeeze(y, [0]))
 
 
-@converter("ISTFT", "opset16", onnx_opset=18)
+@converter("ISTFT", "opset16")
 def istft(ctx: LayerContext) -> ir.Value:
-    """Per frame a real inverse DFT of frame_size samples, times the centred window, overlap-added (Col2Im) and
-    divided by the overlap-added squared window where that is not 0 (else 0); `normalized` multiplies by
-    sqrt(frame_size) first. `center` drops frame_size // 2 samples at the start; the length is signal_length when
-    given (> 0), else the full length less frame_size rounded down to even with `center`; samples past the end are
-    zeros."""
+    """Per frame a real inverse DFT of frame_size samples, times the centred window, overlap-added (ScatterElements
+    with add, frame by frame as OpenVINO sums) and divided by the overlap-added squared window where that is not 0
+    (else 0); `normalized` multiplies by sqrt(frame_size) first. `center` drops frame_size // 2 samples at the start;
+    the length is signal_length when given (> 0), else the full length less frame_size rounded down to even with
+    `center`; samples past the end are zeros."""
     b = ctx.b
-    step_const = ctx.const(3)
-    if step_const is None:
-        raise ctx.error("a run-time frame_step is not supported (ONNX Col2Im takes the step as an attribute)")
-    col2im = {"strides": [1, int(step_const.reshape(-1)[0])]}
     x, window = wide_input(ctx, 0), wide_input(ctx, 1)
     fs, step = _scalar_i64(ctx, 2), _scalar_i64(ctx, 3)
     batched = ctx.input_rank(0) == 4
@@ -170,18 +166,21 @@ def istft(ctx: LayerContext) -> ir.Value:
     x = b.op("Transpose", [x], {"perm": [0, 2, 1, 3]})  # [batch, frames, bins, 2]
     frames = complex_to_real(b, x, 2, fs, 4)  # [batch, frames, fs]
     w = _padded_window(ctx, window, fs)
-    frames = b.op("Transpose", [b.op("Mul", [frames, w])], {"perm": [0, 2, 1]})  # [batch, fs, frames]
     nf = b.reshape(b.shape_of(x, 1, 2), [])
     full = b.op("Add", [b.op("Mul", [b.op("Sub", [nf, b.i64(1)]), step]), fs])
-    one = b.i64([1])
-    image, block = b.concat([one, b.unsqueeze(full, [0])], 0), b.concat([one, b.unsqueeze(fs, [0])], 0)
-    y = b.reshape(b.op("Col2Im", [frames, image, block], col2im), b.i64([0, -1]))  # [batch, full]
-    w2 = b.op("Expand", [b.unsqueeze(b.op("Mul", [w, w]), [0, 2]), b.concat([one, b.unsqueeze(fs, [0]),
-                                                                           b.unsqueeze(nf, [0])], 0)])
-    env = b.reshape(b.op("Col2Im", [w2, image, block], col2im), b.i64([1, -1]))
+    starts = b.op("Mul", [b.op("Range", [b.i64(0), nf, b.i64(1)]), step])
+    idx = b.reshape(b.op("Add", [b.unsqueeze(starts, [1]), b.op("Range", [b.i64(0), fs, b.i64(1)])]), [1, -1])
+    zero = b.op("CastLike", [b.const(0.0, np.float32), x])
+    batch = b.shape_of(x, 0, 1)
+    y = b.op("Expand", [zero, b.concat([batch, b.unsqueeze(full, [0])], 0)])
+    updates = b.reshape(b.op("Mul", [frames, w]), b.i64([0, -1]))
+    y = b.op("ScatterElements", [y, b.op("Expand", [idx, b.shape_of(updates)]), updates],
+             {"axis": 1, "reduction": "add"})
+    env = b.op("Expand", [zero, b.concat([b.i64([1]), b.unsqueeze(full, [0])], 0)])
+    w2 = b.op("Expand", [b.unsqueeze(b.op("Mul", [w, w]), [0]), b.concat([b.unsqueeze(nf, [0]), b.unsqueeze(fs, [0])], 0)])
+    env = b.op("ScatterElements", [env, idx, b.reshape(w2, [1, -1])], {"axis": 1, "reduction": "add"})
     if ctx.attr_bool("normalized", False):
         y = b.op("Mul", [y, b.op("Sqrt", [b.op("CastLike", [fs, y])])])
-    zero = b.op("CastLike", [b.const(0.0, np.float32), y])
     is_zero = b.op("Equal", [env, zero])
     safe = b.op("Where", [is_zero, b.op("CastLike", [b.const(1.0, np.float32), y]), env])
     y = b.op("Where", [is_zero, zero, b.op("Div", [y, safe])])

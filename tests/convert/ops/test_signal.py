@@ -110,6 +110,9 @@ for _center in (False, True):
                                lambda x, c=_center, n=_norm: _istft(x, const(_W8), 8, 2, c, n), [((2, 5, 7, 2), F)],
                                **TOL))
 STFT_CASES += [
+    Case("istft-runtime-step", lambda x, st: ops.istft(x, const(_W8), const(8, I64), st, True, False),
+         [((2, 5, 7, 2), F), ((), I64)],
+         values=[np.random.default_rng(9).standard_normal((2, 5, 7, 2)).astype(F), np.array(3, I64)], **TOL),
     Case("istft-3d", lambda x: _istft(x, const(_W8), 8, 4, True, False), [((5, 6, 2), F)], **TOL),
     Case("istft-short-window", lambda x: _istft(x, const(_W6), 8, 2, False, False), [((2, 5, 7, 2), F)], **TOL),
     Case("istft-odd-frame-center", lambda x: _istft(x, const(_W6), 9, 3, True, False), [((2, 5, 6, 2), F)], **TOL),
