@@ -8,12 +8,18 @@ from ir2onnx.convert.ops import (  # noqa: F401
     gather,
     linalg,
     math,
+    movement,
+    nms,
     nn,
     normalization,
+    not_convertible,
     quantization,
     reduce,
     rnn,
+    scatter,
+    sequence,
     shape,
     signal,
+    strided_slice,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401

@@ -10,8 +10,6 @@ from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.elementwise import broadcast_inputs
 from ir2onnx.convert.registry import converter
 
-_U64, _I64 = ir.DataType.UINT64, ir.DataType.INT64
-
 
 def _bitwise(logical: str, bitwise: str):  # type: ignore[no-untyped-def]
     def convert(ctx: LayerContext) -> ir.Value:
@@ -42,19 +40,19 @@ def _shift(direction: str):  # type: ignore[no-untyped-def]
         if et.numpy.kind not in "iu" or et.bits < 8:
             raise ctx.error(f"{ctx.layer.type} of {et.name} is not supported (integer types only)")
         width = 64 if et.bits == 64 else 32
-        count = b.cast(b.op("Mod", [b.cast(s, _I64), b.const(width, np.int64)]), _U64)
+        count = b.cast(b.op("Mod", [b.cast(s, ir.DataType.INT64), b.const(width, np.int64)]), ir.DataType.UINT64)
         signed = et.numpy.kind == "i"
         if direction == "LEFT" or not signed:
-            y = b.op("BitShift", [b.cast(x, _U64), count], {"direction": direction})
+            y = b.op("BitShift", [b.cast(x, ir.DataType.UINT64), count], {"direction": direction})
         else:
-            xi = b.cast(x, _I64)
+            xi = b.cast(x, ir.DataType.INT64)
             neg = b.op("Less", [xi, b.const(0, np.int64)])
             minus_one = b.const(-1, np.int64)
             mag = b.op("Where", [neg, b.op("Sub", [minus_one, xi]), xi])
-            r = b.cast(b.op("BitShift", [b.cast(mag, _U64), count], {"direction": "RIGHT"}), _I64)
+            r = b.cast(b.op("BitShift", [b.cast(mag, ir.DataType.UINT64), count], {"direction": "RIGHT"}), ir.DataType.INT64)
             y = b.op("Where", [neg, b.op("Sub", [minus_one, r]), r])
         if signed and et.bits < 64 and direction == "LEFT":
-            y = _wrap_signed(ctx, b.cast(y, _I64), et.bits)
+            y = _wrap_signed(ctx, b.cast(y, ir.DataType.INT64), et.bits)
         return b.cast(y, onnx_dtype(et))
 
     return convert

@@ -13,9 +13,6 @@ from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.precision import f32_input
 from ir2onnx.convert.registry import converter
 
-_F32 = ir.DataType.FLOAT
-
-
 def _in_f32(ctx: LayerContext, idx: Sequence[int]) -> list[ir.Value]:
     return [f32_input(ctx, i) for i in idx]
 
@@ -74,8 +71,7 @@ def _bounds(ctx: LayerContext, x: ir.Value, il: ir.Value, ih: ir.Value, ol: ir.V
     return b.op("Where", [b.op("LessOrEqual", [x, lo]), ol, y])
 
 
-_F8 = {"f8e4m3": (ir.DataType.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn),
-       "f8e5m2": (ir.DataType.FLOAT8E5M2, ml_dtypes.float8_e5m2)}
+_F8 = {"f8e4m3": ("FLOAT8E4M3FN", ml_dtypes.float8_e4m3fn), "f8e5m2": ("FLOAT8E5M2", ml_dtypes.float8_e5m2)}
 
 
 @converter("FakeConvert", "opset13", onnx_opset=19)
@@ -87,7 +83,8 @@ def fake_convert(ctx: LayerContext) -> ir.Value:
     dest = ctx.attr_str("destination_type", "f8e4m3").lower()
     if dest not in _F8:
         raise ctx.error(f"FakeConvert to '{dest}' is not supported (f8e4m3 and f8e5m2 are)")
-    onnx_t, np_t = _F8[dest]
+    onnx_name, np_t = _F8[dest]
+    onnx_t = ir.DataType[onnx_name]
     has_shift = len(ctx.inputs) > 2 and ctx.inputs[2] is not None
     x, scale, *shift = _in_f32(ctx, range(3 if has_shift else 2))
     y = b.op("Mul", [x, scale])
@@ -97,7 +94,7 @@ def fake_convert(ctx: LayerContext) -> ir.Value:
     fmax = float(ml_dtypes.finfo(np_t).max)
     clipped = b.op("Min", [b.op("Max", [h, b.const(np.float16(-fmax))]), b.const(np.float16(fmax))])
     clipped = b.op("Where", [b.op("IsNaN", [h]), h, clipped])
-    z = b.cast(b.cast(b.cast(clipped, onnx_t), ir.DataType.FLOAT16), _F32)
+    z = b.cast(b.cast(b.cast(clipped, onnx_t), ir.DataType.FLOAT16), ir.DataType.FLOAT)
     if shift:
         z = b.op("Add", [z, shift[0]])
     return _back(ctx, b.op("Div", [z, scale]))
