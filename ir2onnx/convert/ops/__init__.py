@@ -7,6 +7,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     elementwise,
     embedding,
     gather,
+    linalg,
     math,
     movement,
     nms,
@@ -14,6 +15,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     not_convertible,
     priors,
+    quantization,
     reduce,
     rnn,
     roi,
@@ -21,6 +23,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     search,
     sequence,
     shape,
+    signal,
     strided_slice,
     yolo,
 )
