@@ -2,11 +2,14 @@
 
 from ir2onnx.convert.ops import (  # noqa: F401
     activations,
+    conv,
     elementwise,
     gather,
     nn,
     normalization,
+    pooling,
     reduce,
+    resize,
     rnn,
     shape,
 )
