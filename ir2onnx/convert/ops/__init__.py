@@ -5,6 +5,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     conv,
     elementwise,
     gather,
+    layout,
     nn,
     normalization,
     pooling,

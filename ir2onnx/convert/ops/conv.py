@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
-
 
 _AUTO_PAD = {"same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 

@@ -8,7 +8,6 @@ import onnx_ir as ir
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
-
 _RESIZE_MODES = {"nearest": "nearest", "linear_onnx": "linear", "cubic": "cubic"}
 _COORD_MODES = {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"}
 _NEAREST_MODES = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 import onnx_ir as ir
@@ -16,7 +15,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.convert.context import LayerContext
 
-Vec = Union[np.ndarray, ir.Value]  # int64 vector over the spatial axes
+Vec = np.ndarray | ir.Value  # int64 vector over the spatial axes
 
 
 class Arith:
