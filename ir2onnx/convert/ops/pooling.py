@@ -30,9 +30,10 @@ def _rounding(ctx: LayerContext) -> str:
     return mode
 
 
-def _geometry(ctx: LayerContext, ar: Arith, nsp: int, kernel: list[int], win: Window) -> tuple[Vec, Vec, Vec, Vec]:
-    """(input dims, pads_begin, pads_end, output dims): with these pads, ONNX floor-mode pooling yields
-    OpenVINO's output size and every window lies inside the padded input."""
+def _geometry(ctx: LayerContext, ar: Arith, nsp: int, kernel: list[int],
+              win: Window) -> tuple[Vec, Vec, Vec, Vec, Vec]:
+    """(input dims, pads_begin, end padding, output dims, the layer's own pads_end after auto_pad): with these pads
+    ONNX floor-mode pooling yields OpenVINO's output size and every window lies inside the padded input."""
     dims = spatial_dims(ctx, 0, nsp)
     dk = dilated(kernel, win.dilations)
     s = np.asarray(win.strides, np.int64)
@@ -46,7 +47,7 @@ def _geometry(ctx: LayerContext, ar: Arith, nsp: int, kernel: list[int], win: Wi
         if rounding == "ceil_torch":
             out = ar.sub(out, ar.ge(ar.mul(ar.sub(out, 1), s), ar.add(dims, pb)))
     end = ar.max(ar.sub(ar.add(ar.mul(ar.sub(out, 1), s), dk), ar.add(dims, pb)), 0)
-    return dims, pb, end, out
+    return dims, pb, end, out, pe
 
 
 def _native_pads(pb: Vec, pe: Vec, kernel: list[int]) -> list[int] | None:
@@ -81,7 +82,7 @@ def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
         x = b.cast(x, ir.DataType.DOUBLE)
     elif et.name not in _ONNX_MAXPOOL_TYPES:
         raise ctx.error(f"MaxPool on {et.name} has no exact ONNX form (onnxruntime pools floats, i8 and u8)")
-    _, pb, pe, _ = _geometry(ctx, ar, nsp, kernel, win)
+    _, pb, pe, _, _ = _geometry(ctx, ar, nsp, kernel, win)
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides, "dilations": win.dilations}
     pads = _native_pads(pb, pe, kernel)
     nout = 2 if want_indices else 1
@@ -154,11 +155,29 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
     if et.name not in _AVGPOOL_TYPES:
         raise ctx.error(f"AvgPool on {et.name} is not supported (onnxruntime averages f16 and f32 only)")
     exclude = ctx.attr_bool("exclude-pad", False)
-    dims, pb, pe, out = _geometry(ctx, ar, nsp, kernel, win)
+    dims, pb, pe, out, declared_end = _geometry(ctx, ar, nsp, kernel, win)
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides}
     if any(d != 1 for d in win.dilations):
         ctx.require_opset(19, "AveragePool with dilations")
         attrs["dilations"] = win.dilations
+    if exclude:
+        return _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, True)
+    # Without any padding OpenVINO counts only the input elements of a window (also where it overhangs the end)
+    if Arith.static(pb) and Arith.static(declared_end):
+        unpadded = not (np.any(pb) or np.any(declared_end))  # type: ignore[arg-type]
+        return _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, unpadded)
+    unpadded_v = b.op("Equal", [b.op("ReduceMax", [b.op("Concat", [ar.value(pb), ar.value(declared_end)], {"axis": 0})],
+                                     {"keepdims": 0}), b.i64(0)])
+    return b.op("Where", [unpadded_v, _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, True),
+                          _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, False)])
+
+
+def _avg_pool(ctx: LayerContext, ar: Arith, attrs: dict[str, object], kernel: list[int], win: Window, dims: Vec,
+              pb: Vec, pe: Vec, out: Vec, exclude: bool) -> ir.Value:
+    b = ctx.b
+    et = ctx.input_type(0)
+    nsp = len(kernel)
+    attrs = dict(attrs)
     pads = _native_pads(pb, pe, kernel)
     if pads is not None:
         attrs["pads"] = pads

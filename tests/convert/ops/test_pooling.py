@@ -39,6 +39,8 @@ GEOMETRY = [
     ("ceil-torch-drop", (1, 1, 6, 6), [3, 3], [0, 0], [1, 1], [2, 2], [1, 1], "ceil_torch", None),
     ("ceil-torch-1d", (2, 3, 9), [4], [1], [1], [3], [1], "ceil_torch", None),
     ("ceil-big-stride", (1, 2, 7, 7), [4, 4], [1, 1], [0, 0], [2, 2], [1, 1], "ceil", None),
+    ("ceil-unpadded", (1, 2, 6, 7), [2, 2], [0, 0], [0, 0], [2, 3], [1, 1], "ceil", None),
+    ("ceil-torch-unpadded", (1, 1, 7, 6), [2, 3], [0, 0], [0, 0], [2, 2], [1, 1], "ceil_torch", None),
     ("same-upper", (1, 2, 7, 6), [2, 2], [0, 0], [0, 0], [3, 2], [1, 1], "floor", "same_upper"),
     ("same-lower", (1, 2, 7, 6), [2, 2], [0, 0], [0, 0], [2, 3], [1, 1], "floor", "same_lower"),
     ("valid", (1, 2, 7, 6), [2, 1], [1, 1], [1, 1], [3, 2], [1, 1], "ceil", "valid"),
@@ -49,6 +51,8 @@ DILATED = [
     ("dilated-ceil-torch", (1, 2, 9, 8), [2, 2], [1, 1], [1, 0], [3, 2], [2, 3], "ceil_torch", None),
     ("dilated-same-upper", (1, 1, 8, 8), [2, 2], [0, 0], [0, 0], [3, 3], [2, 1], "floor", "same_upper"),
     ("dilated-3d-ceil", (1, 1, 8, 8, 8), [3, 3, 3], [1, 1, 1], [1, 1, 1], [2, 2, 2], [2, 2, 2], "ceil", None),
+    ("dilated-3d-ceil-unpadded", (1, 1, 9, 8, 7), [3, 3, 3], [0, 0, 0], [0, 0, 0], [2, 2, 2], [2, 2, 2], "ceil_torch",
+     None),
 ]
 
 
@@ -99,6 +103,9 @@ CASES = _geom_cases() + [
     Case("avgpool14-dynamic-ceil-torch-incl", lambda x: ops14.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], False,
                                                                         "ceil_torch"),
          [(_dyn((1, 2, 8, 7)), F)], values=[rand((1, 2, 8, 7))]),
+    Case("avgpool1-dynamic-same-upper-ceil-incl", lambda x: ops1.avg_pool(x, [3, 3], [0, 0], [0, 0], [2, 2], False,
+                                                                          "ceil", "same_upper"),
+         [(_dyn((1, 2, 7, 6)), F)], values=[rand((1, 2, 7, 6))]),
     Case("avgpool1-dynamic-same-lower", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 3], True, "floor",
                                                                  "same_lower"),
          [(_dyn((1, 2, 7, 7)), F)], values=[rand((1, 2, 7, 7))]),
