@@ -12,6 +12,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     reduce,
     resize,
     rnn,
+    sampling,
     shape,
 )
 from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
