@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.window import Arith, Vec, Window, spatial_dims
 from ir2onnx.convert.registry import converter
@@ -27,32 +28,38 @@ def _window_attrs(ctx: LayerContext, spatial: int, with_dilations: bool = True) 
     return attrs
 
 
+def _float_conv(ctx: LayerContext, x: ir.Value, w: ir.Value, attrs: dict[str, object]) -> ir.Value:
+    """Conv; on integer tensors OpenVINO's CPU plugin convolves in f32 and saturates to the element type
+    (checked by experiment: i32 9 * 2^20 * 2^12 gives 2147483520, 9 * 3001 * 4097 the nearest f32), so does this."""
+    b = ctx.b
+    et = ctx.input_type(0)
+    if et.is_float:
+        return b.op("Conv", [x, w], attrs)  # type: ignore[arg-type]
+    if et.name not in ("i8", "u8", "i16", "u16", "i32", "u32", "i64"):
+        raise ctx.error(f"Convolution on {et.name} is not supported")
+    y = b.op("Conv", [b.cast(x, ir.DataType.FLOAT), b.cast(w, ir.DataType.FLOAT)], attrs)  # type: ignore[arg-type]
+    info = np.iinfo(et.numpy)
+    lo = np.float32(info.min)
+    hi = np.nextafter(np.float32(info.max), np.float32(0)) if float(np.float32(info.max)) > info.max else \
+        np.float32(info.max)
+    y = b.op("Clip", [y, b.const(lo), b.const(np.float32(hi))])
+    return b.cast(y, onnx_dtype(et))
+
+
 @converter("Convolution", "opset1")
 def convolution(ctx: LayerContext) -> ir.Value:
     spatial = ctx.input_rank(0) - 2
-    return ctx.b.op("Conv", ctx.inputs[:2], _window_attrs(ctx, spatial))  # type: ignore[arg-type]
+    return _float_conv(ctx, ctx.inputs[0], ctx.inputs[1], _window_attrs(ctx, spatial))
 
 
 @converter("GroupConvolution", "opset1")
 def group_convolution(ctx: LayerContext) -> ir.Value:
     """Weights [G, O/G, I/G, k...] -> ONNX [O, I/G, k...] with group=G (a free reshape of constant weights)."""
-    b = ctx.b
     spatial = ctx.input_rank(0) - 2
-    w = ctx.const(1)
-    if w is not None:
-        groups = w.shape[0]
-        weights = b.const(w.reshape((w.shape[0] * w.shape[1],) + w.shape[2:])) if w.flags.c_contiguous else \
-            b.reshape(ctx.inputs[1], [w.shape[0] * w.shape[1], *w.shape[2:]])
-    else:
-        dims = ctx.input_dims(1)
-        if dims[0] is None:
-            raise ctx.error("GroupConvolution needs a static group count")
-        groups = dims[0]
-        shape = b.concat([b.i64([-1]), b.shape_of(ctx.inputs[1], 2)], 0)
-        weights = b.reshape(ctx.inputs[1], shape)
+    weights, groups = _group_weights(ctx, 1, "GroupConvolution")
     attrs = _window_attrs(ctx, spatial)
-    attrs["group"] = int(groups)
-    return b.op("Conv", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
+    attrs["group"] = groups
+    return _float_conv(ctx, ctx.inputs[0], weights, attrs)
 
 
 def _group_weights(ctx: LayerContext, i: int, what: str) -> tuple[ir.Value, int]:

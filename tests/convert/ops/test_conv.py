@@ -45,7 +45,21 @@ for (name, sp, k, s, d, op, pb, pe, oshape), ap in itertools.product(GEOMETRY, [
     CASES.append(Case(f"group-deconv-{name}-{ap}", lambda x, s=s, out=out, pb=pb, pe=pe, d=d, ap=ap, op=op, k=k:
                       ops1.group_convolution_backprop_data(x, w(3, 2, 2, *k), s, out, pb, pe, d, ap, op),
                       [((1, 6) + sp, F)], rtol=1e-4, atol=1e-5))
+INT_VALUES = {I32: (-100, 100), np.int8: (-4, 4), np.uint8: (0, 9), I64: (-100, 100)}
+for dt, (lo, hi) in INT_VALUES.items():
+    CASES.append(Case(f"conv-{np.dtype(dt).name}", lambda x, k: ops1.convolution(x, k, [1, 2], [1, 0], [1, 1], [1, 1]),
+                      [((1, 2, 5, 6), dt), ((3, 2, 3, 3), dt)],
+                      values=[RNG.integers(lo, hi, (1, 2, 5, 6)).astype(dt), RNG.integers(lo, hi, (3, 2, 3, 3)).astype(dt)]))
 CASES += [
+    Case("conv-i8-saturates", lambda x: ops1.convolution(x, const(np.full((1, 1, 2, 2), 100), np.int8), [1, 1], [0, 0],
+                                                         [0, 0], [1, 1]), [((1, 1, 3, 3), np.int8)],
+         values=[np.array([[[[100, -100, 5], [100, -100, 5], [1, 2, 3]]]], np.int8)]),
+    Case("conv-i32-saturates", lambda x: ops1.convolution(x, const(np.full((1, 1, 3, 3), 2**12), I32), [1, 1], [0, 0],
+                                                          [0, 0], [1, 1]), [((1, 1, 3, 3), I32)],
+         values=[np.full((1, 1, 3, 3), 2**20, I32)]),
+    Case("group-conv-i32", lambda x: ops1.group_convolution(x, const(RNG.integers(-3, 3, (2, 2, 1, 3, 3)), I32),
+                                                            [1, 1], [1, 1], [1, 1], [1, 1]), [((1, 2, 4, 4), I32)],
+         values=[RNG.integers(-50, 50, (1, 2, 4, 4)).astype(I32)]),
     Case("deconv-1d", lambda x: ops1.convolution_backprop_data(x, w(2, 3, 3), [2], None, [1], [0], [1]),
          [((2, 2, 5), F)]),
     Case("deconv-3d-outshape-same-upper", lambda x: ops1.convolution_backprop_data(

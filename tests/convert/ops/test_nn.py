@@ -1,4 +1,4 @@
-"""MatMul, convolutions and pooling (nn.py)."""
+"""MatMul, Einsum (nn.py), and a smoke table of convolutions, pooling and Interpolate (see test_conv, test_pooling, test_resize)."""
 
 from __future__ import annotations
 
