@@ -1,4 +1,4 @@
-"""MatMul, Einsum (nn.py), and a smoke table of convolutions, pooling and Interpolate (see test_conv, test_pooling, test_resize)."""
+"""MatMul and Einsum (nn.py), with a smoke table of convolutions, pooling and Interpolate."""
 
 from __future__ import annotations
 
