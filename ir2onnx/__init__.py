@@ -1,8 +1,14 @@
-"""ir2onnx: convert OpenVINO IR (model.xml + model.bin), TensorIterator and Loop included, to ONNX."""
+"""ir2onnx: convert OpenVINO IR (model.xml + model.bin), TensorIterator and Loop included, to ONNX.
+
+The API functions are imported on first use, so that `import ir2onnx` (and the command line's `--help`, `ops`,
+`info`) does not load onnx, onnx-ir or the converters.
+"""
 
 from __future__ import annotations
 
-from ir2onnx.api import CheckReport, OutputComparison, check, convert, convert_file, convert_to_ir
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ir2onnx.errors import (
     CheckError,
     ConversionError,
@@ -13,7 +19,33 @@ from ir2onnx.errors import (
     UnsupportedOpsError,
 )
 
+if TYPE_CHECKING:
+    from ir2onnx.api import CheckReport, OutputComparison, check, convert, convert_file, convert_to_ir
+
 __version__ = "0.1.0"
+
+_FROM_API = ("CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir")
+
+# The subpackages ir2onnx.check and ir2onnx.convert share their names with API functions. Importing a subpackage
+# binds its name here, so import both now (their __init__ modules are empty) and unbind the names: later imports of
+# their modules leave the names alone, and `ir2onnx.check` / `ir2onnx.convert` resolve to the functions below.
+for _sub in ("check", "convert"):
+    importlib.import_module(f"ir2onnx.{_sub}")
+    del globals()[_sub]
+del _sub
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_API:
+        value = getattr(importlib.import_module("ir2onnx.api"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ir2onnx' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FROM_API))
+
 
 __all__ = [
     "CheckError",

@@ -34,6 +34,7 @@ class UnsupportedOp:
     version: str
     count: int
     examples: tuple[str, ...]
+    reason: str = ""  # a version OpenVINO would refuse, or why the op has no exact ONNX form
 
 
 class UnsupportedOpsError(ConversionError):
@@ -45,7 +46,8 @@ class UnsupportedOpsError(ConversionError):
         for op in self.ops:
             where = "; ".join(op.examples)
             more = f" (+{op.count - len(op.examples)} more)" if op.count > len(op.examples) else ""
-            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}")
+            why = f" -- {op.reason}" if op.reason else ""
+            lines.append(f"  - {op.type} ({op.version}) x{op.count}: {where}{more}{why}")
         super().__init__("\n".join(lines))
 
 

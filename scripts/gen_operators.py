@@ -1,25 +1,160 @@
-"""Write docs/operators.md from the converter registry."""
+"""Write docs/operators.md: every OpenVINO op type and version, its ONNX form and opset, or why it is not converted.
+
+    python scripts/gen_operators.py
+
+The list of OpenVINO op types and versions comes from the installed openvino package (its node factory for opsets
+1 to 16); the ONNX side comes from ir2onnx's converter registry.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import re
 from pathlib import Path
 
-import ir2onnx.convert.ops  # noqa: F401
-from ir2onnx.convert.registry import registered
+import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
+from ir2onnx.convert import registry
+from ir2onnx.convert.graph import STRUCTURAL_TYPES
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "operators.md"
+LAST_OPSET = 16
+
+# Builder helpers that emit one ONNX op of the same meaning.
+_HELPERS = {"slice": "Slice", "reshape": "Reshape", "cast": "Cast", "concat": "Concat", "squeeze": "Squeeze",
+            "unsqueeze": "Unsqueeze", "shape_of": "Shape", "identity": "Identity"}
+_OP_CALL = re.compile(r"\.op(?:_multi)?\(\s*\"([A-Za-z]+)\"")
+_OP_ARG = re.compile(r"\b_?[a-z_]+\((?:ctx,\s*)?\"([A-Z][A-Za-z]+)\"")  # an op name handed to a helper
+_REDUCE_CALL = re.compile(r"\.reduce\(\s*\"([A-Za-z]+)\"")
+_HELPER_CALL = re.compile(r"\bb\.(" + "|".join(_HELPERS) + r")\(")
+_FN_CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\(")
+_ONNX_NAME = re.compile(r"[A-Z][A-Za-z]+")
+
+
+def openvino_ops() -> dict[str, list[int]]:
+    """OpenVINO op type -> the opsets that introduced its versions."""
+    from openvino.utils.node_factory import NodeFactory
+
+    names = {registry.display_name(k) for k in registry.registered()} | {
+        registry.display_name(k) for k in registry.not_convertible_types()} | set(_candidates())
+    found: dict[str, set[int]] = {}
+    for opset in range(1, LAST_OPSET + 1):
+        factory = NodeFactory(f"opset{opset}")
+        for name in sorted(names):
+            try:
+                info = factory.create(name).get_type_info()
+            except Exception:  # noqa: BLE001  not an op of this opset
+                continue
+            found.setdefault(info.name, set()).add(int(str(info.version_id).removeprefix("opset")))
+    return {k: sorted(v) for k, v in sorted(found.items())}
+
+
+def _candidates() -> list[str]:
+    """Op type names spelled from the Python API's function names (snake_case -> the CamelCase spellings)."""
+    import importlib
+    import itertools
+
+    out: set[str] = set()
+    for opset in range(1, LAST_OPSET + 1):
+        try:
+            module = importlib.import_module(f"openvino.opset{opset}")
+        except ImportError:
+            continue
+        for fn_name, _ in inspect.getmembers(module, inspect.isfunction):
+            words = fn_name.split("_")
+            if len(words) > 6:
+                continue
+            spellings = [["to", "To"] if w == "to" else sorted({w.capitalize(), w.upper()}) for w in words]
+            out.update("".join(p) for p in itertools.product(*spellings))
+    return sorted(out)
+
+
+@functools.cache
+def _onnx_op_types() -> frozenset[str]:
+    import onnx
+
+    return frozenset(schema.name for schema in onnx.defs.get_all_schemas() if schema.domain in ("", "ai.onnx"))
+
+
+def onnx_ops_of(fn: object) -> list[str]:
+    """The ONNX ops a converter emits directly or through its module's helpers (read from the source)."""
+    seen_fns: set[str] = set()
+    ops: list[str] = []
+    module = inspect.getmodule(fn)
+
+    def visit(f: object, depth: int) -> None:
+        try:
+            src = inspect.getsource(f)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            return
+        cells = [c.cell_contents for c in getattr(f, "__closure__", None) or ()]
+        named = [c for c in cells if isinstance(c, str) and _ONNX_NAME.fullmatch(c)]  # made by a factory
+        handed = [n for n in _OP_ARG.findall(src) if n in _onnx_op_types()]
+        for found in (named + handed + _OP_CALL.findall(src) + _REDUCE_CALL.findall(src) +
+                      [_HELPERS[h] for h in _HELPER_CALL.findall(src)]):
+            if found not in ops:
+                ops.append(found)
+        if depth == 0:
+            return
+        for name in _FN_CALL.findall(src):
+            target = getattr(module, name, None)
+            if name not in seen_fns and inspect.isfunction(target):
+                seen_fns.add(name)
+                visit(target, depth - 1)
+
+    visit(fn, 2)
+    return ops
+
+
+def render() -> tuple[str, dict[str, int]]:
+    """The text of docs/operators.md and the counts of converted / not convertible / not converted yet versions."""
+    ov_ops = openvino_ops()
+    convs = registry.registered_converters()
+    refused = registry.not_convertible_types()
+    rows: list[str] = []
+    counts = {"converted": 0, "not convertible": 0, "not converted yet": 0}
+    for name, versions in ov_ops.items():
+        key = name.lower()
+        if key in STRUCTURAL_TYPES:
+            continue
+        for v in versions:
+            fn = registry.lookup(name, f"opset{v}")
+            if fn is not None:
+                form = registry.onnx_form(fn) or ", ".join(onnx_ops_of(fn)) or "-"
+                used = max(k for k in convs[key] if k <= v)
+                note = "" if used == v else f" (as opset{used})"
+                rows.append(f"| {name} | opset{v}{note} | {form} | {registry.min_onnx_opset(fn)} |")
+                counts["converted"] += 1
+            elif key in refused:
+                rows.append(f"| {name} | opset{v} | not convertible: {refused[key]} | - |")
+                counts["not convertible"] += 1
+            else:
+                rows.append(f"| {name} | opset{v} | not converted yet | - |")
+                counts["not converted yet"] += 1
+    lines = [
+        "# OpenVINO ops and their ONNX forms",
+        "",
+        "Generated by `python scripts/gen_operators.py` from ir2onnx's converter registry and the OpenVINO op set "
+        f"(opsets 1 to {LAST_OPSET}). Each OpenVINO version is named by the opset that introduced it. \"ONNX form\" "
+        "lists the ONNX ops a converter emits; \"ONNX opset\" is the lowest it can target (ir2onnx picks the lowest "
+        "opset that expresses every layer of a model, so some layers raise it only when an input is known at run "
+        "time).",
+        "",
+        f"Versions converted: {counts['converted']}; not convertible: {counts['not convertible']}; "
+        f"not converted yet: {counts['not converted yet']}. Parameter, Result and Constant are handled by the "
+        "translation itself.",
+        "",
+        "| OpenVINO op | version | ONNX form | ONNX opset |",
+        "| --- | --- | --- | --- |",
+        *rows,
+    ]
+    return "\n".join(lines) + "\n", counts
 
 
 def main() -> None:
-    lines = ["# Supported OpenVINO ops", "", "Generated by `python scripts/gen_operators.py`. Each version is named by the",
-             "opset that introduced it; a layer of a later opset uses the newest version at or below it.", "",
-             "| op | versions |", "| --- | --- |"]
-    for name, versions in registered().items():
-        lines.append(f"| {name} | {', '.join(f'opset{v}' for v in versions)} |")
-    lines.append("")
-    lines.append("Parameter, Result and Const are handled by the translation loop itself.")
-    OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT}")
+    text, counts = render()
+    OUT.write_text(text)
+    print(f"wrote {OUT}: {counts}")
 
 
 if __name__ == "__main__":

@@ -56,17 +56,30 @@ def test_convert_file_runs(tmp_path: Path, external: bool) -> None:
     np.testing.assert_array_equal(a, b)
 
 
-def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("stage", "weights"), [("data", "reference"), ("data", "copy"), ("model", "reference"),
+                                               ("model", "copy"), ("model", "inline")])
+def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str,
+                                     weights: str) -> None:
+    import shutil
+
     import onnx_ir
 
+    ir_dir = tmp_path / "ir"
+    shutil.copytree(TI.parent, ir_dir)
+    before = sorted(p.name for p in ir_dir.iterdir())
+
     def boom(*args: object, **kwargs: object) -> None:
-        Path(str(args[1])).write_bytes(b"partial")
+        if stage == "data":  # a partly written data file, then the disk fills up
+            Path(str(args[1]), str(args[2])).write_bytes(b"partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr(onnx_ir, "save", boom)
+    if stage == "data":
+        monkeypatch.setattr(onnx_ir.external_data, "convert_tensors_to_external", boom)
+    else:
+        monkeypatch.setattr(onnx_ir, "to_proto", boom)
     with pytest.raises(OSError):
-        ir2onnx.convert_file(TI, tmp_path / "m.onnx")
-    assert list(tmp_path.iterdir()) == []
+        ir2onnx.convert_file(ir_dir / "model.xml", ir_dir / "m.onnx", weights=weights)
+    assert sorted(p.name for p in ir_dir.iterdir()) == before
 
 
 def test_errors_form_one_hierarchy(tmp_path: Path) -> None:

@@ -76,6 +76,22 @@ def assert_equivalent(
     return proto
 
 
+def assert_outputs(xml: Path, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], *, rtol: float = RTOL,
+                   atol: float = ATOL, proto: onnx.ModelProto | None = None) -> onnx.ModelProto:
+    """Convert `xml` and compare onnxruntime's outputs with `expected` (for IRs OpenVINO cannot run correctly)."""
+    if proto is None:
+        proto = convert_checked(xml)
+    got = run_onnxruntime(proto, dict(zip([i.name for i in proto.graph.input], inputs)))
+    assert len(got) == len(expected)
+    for out, g, r in zip(proto.graph.output, got, expected):
+        r = np.asarray(r)
+        assert g.dtype == r.dtype, f"{out.name}: dtype {g.dtype} != expected {r.dtype}"
+        c = compare_output(out.name, g, r, rtol, atol)
+        assert c.passed, (f"{out.name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}"
+                          f"\nonnx={g}\nexpected={r}")
+    return proto
+
+
 def check_model(model: Any, inputs: Sequence[np.ndarray], tmp_path: Path, **kwargs: Any) -> onnx.ModelProto:
     """Save an ov.Model as IR and assert the conversion is equivalent on `inputs`."""
     return assert_equivalent(save_ir(model, tmp_path), inputs, **kwargs)

@@ -28,6 +28,6 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
     if exact:
         ok = max_abs == 0.0
     else:
-        ok = bool(np.all((diff <= atol + rtol * np.abs(r)) | both_nan))
+        ok = bool(np.all((diff <= atol + rtol * np.abs(r)) | both_nan | (diff == 0)))
     return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), max_abs, max_rel, ok,
                             "" if ok else ("values differ" if not exact else "integer values differ"))

@@ -1,16 +1,30 @@
-"""Inputs for a check: from an .npz file, or random ones valid for each graph input's type and shape (seeded)."""
+"""Inputs for a check: from an .npz file, or default ones chosen from what the IR does with each input (seeded).
+
+Defaults: dynamic dimensions get sizes the model accepts (shapes.py); floats ~ N(0, 1); booleans at random,
+except a Loop's initial condition (true); integers in [0, 3], except where the IR gives them a meaning
+(input_roles.py): trip counts and loop bounds lie in [3, 7] (capped by what sliced inputs allow), indices in
+range of the axis they index, TopK's k in [1, size], Range runs upwards from [0, 2] to [5, 9] by 1, sequence
+lengths are the full length, divisors lie in [1, 3]. An input read as a shape or an axis has no safe default:
+the notes name it (give it with --inputs).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
 from onnx import helper
 
+from ir2onnx.check.input_roles import Use, input_uses
+from ir2onnx.check.report import InputInfo
+from ir2onnx.check.shapes import choose_dims, onnx_accepts, openvino_accepts
 from ir2onnx.errors import CheckError
+from ir2onnx.ir.model import IRModel
+from ir2onnx.ir.weights import Weights
 
-DYNAMIC_DIM = 2  # size given to dynamic dimensions
+_GENERIC_INT = (0, 3)
+_TRIP = (3, 7)
 
 
 def input_specs(model: onnx.ModelProto) -> list[tuple[str, np.dtype, list[int | None]]]:
@@ -23,19 +37,97 @@ def input_specs(model: onnx.ModelProto) -> list[tuple[str, np.dtype, list[int | 
     return specs
 
 
-def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
-    """Floats ~ N(0, 1); integers in [0, 3] (small: an integer input may be a trip count); booleans at random."""
+def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: Weights | None,
+                   seed: int = 0) -> tuple[dict[str, np.ndarray], list[InputInfo], list[str]]:
+    """Inputs that exercise the model, what each one is, and notes on inputs that need --inputs."""
+    from ir2onnx.convert.model import input_name
+
     rng = np.random.default_rng(seed)
-    out: dict[str, np.ndarray] = {}
-    for name, dtype, dims in input_specs(model):
-        shape = [DYNAMIC_DIM if d is None else d for d in dims]
+    specs = input_specs(model)
+    notes: list[str] = []
+    uses: dict[str, list[Use]] = {}
+    model_sizes: list[int] = []
+    accepts = None
+    if ir_model is not None:
+        by_id = input_uses(ir_model.graph, weights)
+        uses = {input_name(p): by_id[p.id] for p in ir_model.graph.parameters}
+        model_sizes = sorted({d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
+                              for d in port.dims if d is not None})
+        accepts = openvino_accepts(ir_model.xml_path, ir_model.bin_path)
+    shapes, shape_notes = choose_dims([(n, d) for n, _, d in specs], accepts or onnx_accepts(model), model_sizes)
+    notes.extend(shape_notes)
+    dynamic = [s for (n, _, dims) in specs for s, d in zip(shapes[n], dims) if d is None]
+    fallback_limit = min(dynamic) if dynamic else 2
+    feed: dict[str, np.ndarray] = {}
+    infos: list[InputInfo] = []
+    for name, dtype, _ in specs:
+        shape = shapes[name]
+        value, source = _value(rng, dtype, shape, uses.get(name, []), fallback_limit, name, notes)
+        feed[name] = value
+        infos.append(InputInfo(name, tuple(shape), str(dtype), source))
+    return feed, infos, notes
+
+
+def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: list[Use], fallback_limit: int,
+           name: str, notes: list[str]) -> tuple[np.ndarray, str]:
+    roles = {u.role for u in uses}
+    if dtype.kind == "b":
+        if "condition" in roles:
+            return np.ones(shape, dtype=bool), "true (a loop's initial condition)"
+        return np.asarray(rng.random(shape) > 0.5), "random booleans"
+    unsafe = [u for u in uses if u.role == "shape"]
+    if unsafe:
+        notes.append(f"input {name} is read as a shape or axes by {unsafe[0].where()}: no default is known to be "
+                     "safe; give it with --inputs")
+    ranges = []
+    for u in uses:
+        r = _range(u, fallback_limit)
+        if r is not None and (dtype.kind in "iu" or u.role in ("trip", "range_start", "range_stop", "range_step",
+                                                                "seq_len")):
+            ranges.append((u, r))
+    if not ranges:
         if dtype.kind == "f":
-            out[name] = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind == "b":
-            out[name] = rng.random(shape) > 0.5
-        else:
-            out[name] = rng.integers(0, 4, size=shape).astype(dtype)
-    return out
+            return np.asarray(rng.standard_normal(shape)).astype(dtype), "random normal"
+        if dtype.kind in "iu":
+            return rng.integers(*_GENERIC_INT, endpoint=True, size=shape).astype(dtype), "random in [0, 3]"
+        return np.zeros(shape, dtype=dtype), "zeros"
+    lo = max(r[0] for _, r in ranges)
+    hi = min(r[1] for _, r in ranges)
+    if lo > hi:
+        notes.append(f"input {name} has conflicting uses ({', '.join(sorted({u.role for u, _ in ranges}))}); "
+                     "give it with --inputs")
+        lo, hi = ranges[0][1]
+    value = rng.integers(lo, hi, endpoint=True, size=shape).astype(dtype)
+    what = ", ".join(sorted({u.role.replace("_", " ") for u, _ in ranges}))
+    return value, f"{what}: in [{lo}, {hi}]"
+
+
+def _range(u: Use, fallback_limit: int) -> tuple[int, int] | None:
+    limit = u.limit if u.limit is not None else fallback_limit
+    if u.role == "trip":
+        if u.limit is None:
+            return _TRIP
+        cap = fallback_limit if u.limit < 0 else u.limit
+        return (min(_TRIP[0], cap), min(_TRIP[1], cap))
+    if u.role == "bound":
+        return _TRIP
+    if u.role == "index":
+        return (0, max(limit - 1, 0))
+    if u.role == "k":
+        return (1, max(limit, 1))
+    if u.role == "range_start":
+        return (0, 2)
+    if u.role == "range_stop":
+        return (5, 9)
+    if u.role == "range_step":
+        return (1, 1)
+    if u.role == "seq_len":
+        return (limit, limit)
+    if u.role == "divisor":
+        return (1, 3)
+    if u.role == "condition":
+        return (1, 1)
+    return None
 
 
 def load_inputs(path: str, model: onnx.ModelProto) -> dict[str, np.ndarray]:
@@ -65,7 +157,20 @@ def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto) -> 
         arr = np.asarray(given[name])
         if arr.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, arr.shape)):
             problems.append(f"input {name}: shape {list(arr.shape)} does not fit {['?' if d is None else d for d in dims]}")
-        out[name] = arr.astype(dtype, copy=False)
+        out[name] = np.asarray(arr.astype(dtype, copy=False))
     if problems:
         raise CheckError("; ".join(problems))
     return out
+
+
+def describe(feed: Mapping[str, np.ndarray], source: str) -> list[InputInfo]:
+    return [InputInfo(n, tuple(np.shape(v)), str(np.asarray(v).dtype), source) for n, v in feed.items()]
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray]:
+    """Default inputs chosen from the ONNX model alone (no IR: shape inference by ONNX, no use analysis)."""
+    return default_inputs(model, None, None, seed)[0]
+
+
+__all__: Sequence[str] = ["default_inputs", "describe", "input_specs", "load_inputs", "random_inputs",
+                          "validate_inputs"]

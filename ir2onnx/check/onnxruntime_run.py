@@ -1,15 +1,17 @@
-"""Running the converted model in onnxruntime on CPU or CUDA."""
+"""Running the converted model in onnxruntime on CPU or CUDA, and where its nodes ran."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import onnx
 
+from ir2onnx.check.worker import PROVIDERS, ort_session, placement_of
 from ir2onnx.errors import CheckError
 
-PROVIDERS = {"cpu": ["CPUExecutionProvider"], "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"]}
+__all__ = ["PROVIDERS", "cuda_available", "make_session", "placement_of", "run_onnxruntime"]
 
 
 def cuda_available() -> bool:
@@ -18,26 +20,32 @@ def cuda_available() -> bool:
     return "CUDAExecutionProvider" in ort.get_available_providers()
 
 
-def make_session(model: onnx.ModelProto | str, device: str = "cpu"):  # type: ignore[no-untyped-def]
-    """An InferenceSession on `device`; fails clearly when CUDA is asked for but not available."""
+def cuda_unavailable_reason() -> str:
     import onnxruntime as ort
 
+    return ("onnxruntime's CUDA execution provider is not available (pip install \"ir2onnx[cuda]\" on a machine with "
+            f"an NVIDIA GPU and its driver); this onnxruntime {ort.__version__} offers "
+            f"{', '.join(ort.get_available_providers())}")
+
+
+def make_session(model: onnx.ModelProto | str, device: str = "cpu", *, record_placement: bool = False) -> Any:
+    """An InferenceSession on `device`; fails clearly when CUDA is asked for but not available (never a silent
+    CPU run)."""
     if device not in PROVIDERS:
         raise CheckError(f"unknown device '{device}' (cpu or cuda)")
     if device == "cuda" and not cuda_available():
-        raise CheckError("the CUDA execution provider is not available (install onnxruntime-gpu on a machine with "
-                         f"an NVIDIA GPU); onnxruntime offers {ort.get_available_providers()}")
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
+        raise CheckError(cuda_unavailable_reason())
     data = model if isinstance(model, str) else model.SerializeToString()
-    session = ort.InferenceSession(data, opts, providers=PROVIDERS[device])
-    if device == "cuda" and "CUDAExecutionProvider" not in session.get_providers():
-        raise CheckError("onnxruntime could not create a CUDA session")
-    return session
+    try:
+        return ort_session(data, device, record_placement)
+    except RuntimeError as e:
+        if device == "cuda" and "CUDA session" in str(e):
+            raise CheckError(str(e)) from None
+        raise
 
 
 def run_onnxruntime(model: onnx.ModelProto | str, inputs: Mapping[str, np.ndarray],
                     device: str = "cpu") -> list[np.ndarray]:
-    """Outputs in graph output order."""
+    """Outputs in graph output order (in this process; the check runs it in a child process)."""
     session = make_session(model, device)
-    return [np.asarray(o) for o in session.run(None, dict(inputs))]
+    return [np.asarray(o) for o in session.run(None, {k: np.asarray(v) for k, v in inputs.items()})]

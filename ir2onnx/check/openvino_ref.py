@@ -6,9 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ir2onnx.check.worker import F32_CONFIG
 from ir2onnx.errors import CheckError
-
-F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 
 
 def openvino_available() -> bool:
@@ -30,9 +29,9 @@ def run_openvino(xml_path: str, inputs: Sequence[np.ndarray] | Mapping[str, np.n
     model = core.read_model(xml_path, bin_path) if bin_path else core.read_model(xml_path)
     compiled = core.compile_model(model, "CPU", F32_CONFIG)
     if isinstance(inputs, Mapping):
-        feed = [inputs[port.get_any_name()] for port in compiled.inputs]
+        feed = [np.asarray(inputs[port.get_any_name()]) for port in compiled.inputs]
     else:
-        feed = list(inputs)
+        feed = [np.asarray(v) for v in inputs]
     request = compiled.create_infer_request()  # fresh request: reused ones keep stale Loop output shapes
     result = request.infer(feed)
     return [np.array(result[out]) for out in compiled.outputs]

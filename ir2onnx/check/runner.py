@@ -1,35 +1,138 @@
-"""The check: onnxruntime on the ONNX model vs OpenVINO on the original IR, output by output."""
+"""The check: onnxruntime on the ONNX model vs OpenVINO on the original IR, output by output (optionally layer by
+layer). Each runtime runs in a child process with a time limit."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import onnx
 
 from ir2onnx.check.compare import compare_output
-from ir2onnx.check.inputs import random_inputs, validate_inputs
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.check.openvino_ref import openvino_available, run_openvino
-from ir2onnx.check.report import CheckReport, OutputComparison
+from ir2onnx.check.inputs import default_inputs, describe, validate_inputs
+from ir2onnx.check.isolate import DEFAULT_TIMEOUT, Job, RunResult, RuntimeFailure, run_jobs
+from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason
+from ir2onnx.check.openvino_ref import openvino_available
+from ir2onnx.check.report import CheckReport, OutputComparison, Placement
+from ir2onnx.errors import CheckError
+from ir2onnx.ir import load
+
+
+class OnnxFile:
+    """The ONNX model as a file onnxruntime can load (a temporary one for in-memory or edited models)."""
+
+    def __init__(self, model: onnx.ModelProto | str) -> None:
+        self._tmp: str | None = None
+        if isinstance(model, str):
+            self.path = model
+            self.proto = onnx.load(model, load_external_data=False)
+            self._full: onnx.ModelProto | None = None
+        else:
+            self.proto = model
+            self._full = model
+            self.path = self.write(model)
+
+    def full(self) -> onnx.ModelProto:
+        """The model with its weights (loaded on first use)."""
+        if self._full is None:
+            self._full = onnx.load(self.path)
+        return self._full
+
+    def write(self, model: onnx.ModelProto) -> str:
+        fd, path = tempfile.mkstemp(prefix="ir2onnx-check-", suffix=".onnx")
+        os.close(fd)
+        large = _byte_size(model) > (1 << 31) - (1 << 26)  # protobuf's limit is 2 GiB
+        onnx.save_model(model, path, save_as_external_data=large, location=Path(path).name + ".data")
+        self._made = getattr(self, "_made", []) + [path]
+        return path
+
+    def close(self) -> None:
+        for p in getattr(self, "_made", []):
+            for f in (p, p + ".data"):
+                if os.path.exists(f):
+                    os.unlink(f)
+
+
+def _byte_size(model: onnx.ModelProto) -> float:
+    try:
+        return float(model.ByteSize())
+    except ValueError:  # over protobuf's limit
+        return float("inf")
+
+
+def ort_job(path: str, feed: Mapping[str, np.ndarray], device: str, timeout: float | None) -> Job:
+    return Job("onnxruntime", {"task": "onnxruntime", "model": path, "device": device,
+                               "placement": device == "cuda"}, feed, timeout)
+
+
+def ov_job(xml: str, bin_path: str | None, feed: Mapping[str, np.ndarray], timeout: float | None,
+           layers: bool = False, body_path: list[str] | None = None) -> Job:
+    return Job("OpenVINO", {"task": "openvino", "xml": xml, "bin": bin_path, "layers": layers,
+                            "body_path": body_path}, feed, timeout)
+
+
+def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> CheckError:
+    """OpenVINO cannot run the IR on these inputs: the inputs are at fault, not the conversion."""
+    hint = "" if given else " (default inputs; give suitable ones with --inputs)"
+    extra = f"; {'; '.join(notes)}" if notes else ""
+    return CheckError(f"OpenVINO could not run the IR on the check's inputs{hint}: {e.reason}{extra}")
 
 
 def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | None = None,
               inputs: Mapping[str, np.ndarray] | None = None, device: str = "cpu", rtol: float = 1e-4,
-              atol: float = 1e-5, seed: int = 0) -> CheckReport:
-    proto = onnx.load(model) if isinstance(model, str) else model
-    feed = validate_inputs(inputs, proto) if inputs is not None else random_inputs(proto, seed)
-    got = run_onnxruntime(proto, feed, device)
+              atol: float = 1e-5, seed: int = 0, timeout: float | None = DEFAULT_TIMEOUT,
+              layerwise: bool = False) -> CheckReport:
+    if device not in PROVIDERS:
+        raise CheckError(f"unknown device '{device}' (cpu or cuda)")
+    if device == "cuda" and not cuda_available():
+        raise CheckError(cuda_unavailable_reason())
+    if timeout is not None and timeout <= 0:
+        raise CheckError(f"the time limit must be positive (got {timeout:g} s)")
+    ir_model, weights = load(xml_path, bin_path)
+    onnx_file = OnnxFile(model)
+    try:
+        proto = onnx_file.proto
+        notes: list[str] = []
+        if inputs is not None:
+            feed = validate_inputs(inputs, proto)
+            infos = describe(feed, "given")
+        else:
+            feed, infos_list, notes = default_inputs(proto, ir_model, weights, seed)
+            infos = infos_list
+        reference = openvino_available()
+        if not reference:
+            notes.append("openvino is not installed: only onnxruntime ran, nothing was compared")
+        common = dict(reference=reference, device=device, inputs=tuple(infos),
+                      seed=None if inputs is not None else seed)
+        if layerwise and reference:
+            from ir2onnx.check.layerwise import run_layerwise
+
+            return run_layerwise(ir_model, onnx_file, feed, notes, common, given=inputs is not None, rtol=rtol,
+                                 atol=atol, timeout=timeout, bin_path=bin_path)
+        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout)])[0] if reference else None
+        if isinstance(ref, RuntimeFailure):
+            raise reference_failure(ref, notes, inputs is not None)
+        got = run_jobs([ort_job(onnx_file.path, feed, device, timeout)])[0]
+        return finish(proto, got, ref, notes, common, rtol, atol)
+    finally:
+        onnx_file.close()
+
+
+def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResult | None,
+           notes: list[str], common: dict, rtol: float, atol: float, **extra: object) -> CheckReport:
+    """The report from both runs' model outputs (the first len(outputs) arrays of each)."""
     names = [o.name for o in proto.graph.output]
-    notes: list[str] = []
-    if openvino_available():
-        ref: list[np.ndarray | None] = list(run_openvino(xml_path, [feed[i.name] for i in proto.graph.input], bin_path))
-        reference = True
-    else:
-        ref = [None] * len(got)
-        reference = False
-        notes.append("openvino is not installed: only onnxruntime ran, nothing was compared")
+    if isinstance(got, RuntimeFailure):
+        return CheckReport((), notes=tuple(notes), failure=f"onnxruntime {got.reason}", **common, **extra)
+    placement = None
+    if "placement" in got.info:
+        p = got.info["placement"]
+        placement = Placement(dict(p["nodes_per_provider"]), tuple(p["cpu_nodes"]))
     rows: list[OutputComparison] = []
-    for name, g, r in zip(names, got, ref):
+    refs: list[np.ndarray | None] = list(ref.arrays[: len(names)]) if ref is not None else [None] * len(names)
+    for name, g, r in zip(names, got.arrays[: len(names)], refs):
         rows.append(compare_output(name, g, r, rtol, atol))
-    return CheckReport(tuple(rows), reference, device, tuple(notes))
+    return CheckReport(tuple(rows), notes=tuple(notes), placement=placement, **common, **extra)

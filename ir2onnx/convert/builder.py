@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
@@ -13,21 +13,20 @@ import onnx_ir as ir
 
 from ir2onnx.ir.element_types import ElementType
 
-_ET_TO_ONNX: dict[str, ir.DataType] = {
-    "f64": ir.DataType.DOUBLE, "f32": ir.DataType.FLOAT, "f16": ir.DataType.FLOAT16,
-    "bf16": ir.DataType.BFLOAT16, "i64": ir.DataType.INT64, "i32": ir.DataType.INT32,
-    "i16": ir.DataType.INT16, "i8": ir.DataType.INT8, "u64": ir.DataType.UINT64, "u32": ir.DataType.UINT32,
-    "u16": ir.DataType.UINT16, "u8": ir.DataType.UINT8, "boolean": ir.DataType.BOOL,
+# OpenVINO element type -> name of the ir.DataType member (names, so that importing the converters needs no onnx-ir)
+_ET_TO_ONNX: dict[str, str] = {
+    "f64": "DOUBLE", "f32": "FLOAT", "f16": "FLOAT16", "bf16": "BFLOAT16", "i64": "INT64", "i32": "INT32",
+    "i16": "INT16", "i8": "INT8", "u64": "UINT64", "u32": "UINT32", "u16": "UINT16", "u8": "UINT8",
+    "boolean": "BOOL",
     # sub-byte and 8-bit float constants are unpacked/upcast when read (see onnx_dtype)
-    "u1": ir.DataType.UINT8, "u2": ir.DataType.UINT8, "u4": ir.DataType.UINT8, "i4": ir.DataType.INT8,
-    "nf4": ir.DataType.FLOAT, "f4e2m1": ir.DataType.FLOAT,
-    "f8e4m3": ir.DataType.FLOAT, "f8e5m2": ir.DataType.FLOAT,
+    "u1": "UINT8", "u2": "UINT8", "u4": "UINT8", "i4": "INT8", "nf4": "FLOAT", "f4e2m1": "FLOAT",
+    "f8e4m3": "FLOAT", "f8e5m2": "FLOAT",
 }
 
 
 def onnx_dtype(et: ElementType) -> ir.DataType:
     """The ONNX element type that holds values of an OpenVINO element type."""
-    return _ET_TO_ONNX[et.name]
+    return ir.DataType[_ET_TO_ONNX[et.name]]
 
 
 def _sanitize(hint: str) -> str:
@@ -70,7 +69,8 @@ class OpsetNeed:
     why: str
 
 
-AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
+if TYPE_CHECKING:
+    AttrValue = int | float | str | Sequence[int] | Sequence[float] | Sequence[str] | ir.Graph | np.ndarray
 
 
 class GraphBuilder:

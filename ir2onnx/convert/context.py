@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ir2onnx.convert.graph import Translator
 
 _TYPE_META = "ir2onnx.element_type"
+_RUNTIME_DIMS_META = "ir2onnx.runtime_dims"
 _NO_DEFAULT = object()
 
 
@@ -29,6 +30,16 @@ def value_type(v: ir.Value) -> ElementType | None:
 def set_value_type(v: ir.Value, et: ElementType | None) -> None:
     if et is not None:
         v.meta[_TYPE_META] = et
+
+
+def mark_runtime_dims(v: ir.Value) -> ir.Value:
+    """The value's dims depend on the data (e.g. the rows NMS selects): the IR's declared dims do not hold."""
+    v.meta[_RUNTIME_DIMS_META] = True
+    return v
+
+
+def has_runtime_dims(v: ir.Value) -> bool:
+    return bool(v.meta.get(_RUNTIME_DIMS_META))
 
 
 def _items(raw: str) -> list[str]:
@@ -144,6 +155,13 @@ class LayerContext:
             return None
         cv = self.inputs[i].const_value
         return cv.numpy() if cv is not None else None
+
+    def ints_or_value(self, i: int) -> list[int] | ir.Value:
+        """Input i as a list of ints when constant, else as a run-time 1-D int64 value."""
+        c = self.const(i)
+        if c is not None:
+            return [int(v) for v in c.reshape(-1)]
+        return self.b.reshape(self.b.cast(self.inputs[i], ir.DataType.INT64), [-1])
 
     def require_const(self, i: int, what: str) -> np.ndarray:
         v = self.const(i)

@@ -8,24 +8,34 @@ import onnx_ir as ir
 
 from ir2onnx.convert import registry
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.convert.context import LayerContext, has_runtime_dims, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
 from ir2onnx.ir.weights import Weights
 
-_STRUCTURAL = ("parameter", "result", "const", "constant")
+STRUCTURAL_TYPES = ("parameter", "result", "const", "constant")
 
 
 def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
     """Every (type, version) without a converter, bodies included, with counts and example locations."""
     found: dict[tuple[str, str], list[Layer]] = {}
     for layer in graph.walk():
-        if layer.type_key in _STRUCTURAL:
+        if layer.type_key in STRUCTURAL_TYPES:
             continue
         if registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
-    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3])) for (t, v), ls in sorted(found.items())]
+    return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), _reason(t, v))
+            for (t, v), ls in sorted(found.items())]
+
+
+def _reason(op_type: str, version: str) -> str:
+    """Why a (type, version) is refused: a version OpenVINO would not read, or an op with no exact ONNX form."""
+    problem = registry.opset_problem(op_type, version) if version != "no version" else None
+    if problem:
+        return problem
+    why = registry.refusal_reason(op_type)
+    return f"not convertible: {why}" if why else ""
 
 
 def check_supported(graph: Graph) -> None:
@@ -40,15 +50,28 @@ class Translator:
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
         self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
+        # "PATH:PORT" -> the value carrying that layer output (see layer_map.py), and the loops being translated
+        self.layer_values: dict[str, ir.Value] = {}
+        self._scopes: list[tuple[Layer, str]] = []
+
+    def _scope(self, graph: Graph) -> str:
+        """The id path of the bodies enclosing `graph` (`7/3/` inside body 3 of body 7; `""` for the main graph)."""
+        if not self._scopes:
+            return ""
+        owner, outer = self._scopes[-1]
+        bodies = owner.bodies
+        index = next((i for i, body in enumerate(bodies) if body.graph is graph), 0)
+        return f"{outer}{owner.id}{'' if len(bodies) == 1 else f'.{index}'}/"
 
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
         values: dict[tuple[str, int], ir.Value] = {}
         results: dict[str, ir.Value] = {}
+        scope = self._scope(graph)
         for layer in graph.topological_order():
             key = layer.type_key
             if key == "parameter":
-                values[(layer.id, 0)] = bindings[layer.id]
+                values[(layer.id, 0)] = self.layer_values[f"{scope}{layer.id}:0"] = bindings[layer.id]
                 continue
             if key in ("const", "constant"):
                 values[(layer.id, 0)] = self._const(layer, b)
@@ -57,7 +80,13 @@ class Translator:
             if key == "result":
                 results[layer.id] = inputs[0]
                 continue
-            values.update(self._convert_layer(layer, graph, inputs, b))
+            self._scopes.append((layer, scope))
+            try:
+                produced = self._convert_layer(layer, graph, inputs, b)
+            finally:
+                self._scopes.pop()
+            values.update(produced)
+            self.layer_values.update({f"{scope}{lid}:{port}": v for (lid, port), v in produced.items()})
         return results
 
     def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
@@ -103,6 +132,8 @@ def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Va
     if not b.owns(value) or value in taken:
         copy = b.identity(value)
         set_value_type(copy, value_type(value))
+        if has_runtime_dims(value):
+            mark_runtime_dims(copy)
         value = copy
     taken.add(value)
     return value

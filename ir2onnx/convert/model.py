@@ -15,8 +15,9 @@ import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
 import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
+from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
-from ir2onnx.convert.context import set_value_type, value_type
+from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.model import Graph, IRModel, Layer
@@ -58,7 +59,8 @@ def input_name(p: Layer) -> str:
 
 
 def output_name(graph: Graph, r: Layer) -> str:
-    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else legacy."""
+    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else the legacy name
+    (the producer's name, with `.index` when it has several outputs)."""
     explicit = [n.replace("\\,", ",").strip() for n in r.data.get("output_names", "").split(",") if n.strip()]
     if explicit:
         return min(explicit)
@@ -66,7 +68,7 @@ def output_name(graph: Graph, r: Layer) -> str:
     names = src.layer.outputs[src.output].names
     if names:
         return min(names)
-    return f"{src.layer.name}.{src.output}"
+    return src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}"
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
@@ -133,7 +135,8 @@ def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.
     wanted = {n for n in out_names if n not in in_names}
     for n in wanted:
         b.names.reserve(n)
-    results = Translator(weights).translate(g, b, bindings)
+    translator = Translator(weights)
+    results = translator.translate(g, b, bindings)
     outputs: list[ir.Value] = []
     taken: set[ir.Value] = set()
     for r, name in zip(g.results, out_names):
@@ -156,7 +159,9 @@ def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.
         return out, b.opset_needs
     _infer_output_shapes(out)
     for v, r in zip(outputs, g.results):
-        v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+        if not has_runtime_dims(v):
+            v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+    layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
 
 

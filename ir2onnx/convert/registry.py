@@ -6,13 +6,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Union
 
-import onnx_ir as ir
+if TYPE_CHECKING:  # the registry itself needs no onnx-ir: `ir2onnx ops` lists it without loading the graph library
+    import onnx_ir as ir
 
-if TYPE_CHECKING:
     from ir2onnx.convert.context import LayerContext
     from ir2onnx.ir.model import Layer
 
-ConverterResult = Union[ir.Value, Sequence[ir.Value]]
+ConverterResult = Union["ir.Value", Sequence["ir.Value"]]
 Converter = Callable[["LayerContext"], ConverterResult]
 
 # type (lower case) -> {opset number that introduced this version: converter}
@@ -21,9 +21,15 @@ _REGISTRY: dict[str, dict[int, Converter]] = {}
 # conversion time through LayerContext.require_opset)
 _MIN_ONNX_OPSET: dict[Converter, int] = {}
 BASE_ONNX_OPSET = 17
+_DISPLAY: dict[str, str] = {}  # type (lower case) -> OpenVINO's spelling
+_ONNX_FORM: dict[Converter, str] = {}  # converter -> a short description of what it emits (docs)
+_NOT_CONVERTIBLE: dict[str, str] = {}  # type (lower case) -> why no exact ONNX form exists
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
 _EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
 _ALIASES = {"const": "constant"}
+# The opsets OpenVINO's IR reader knows (2026.4). Its opset17 is still being filled: it holds only these types.
+NEWEST_OPSET = 17
+_OPSET17_TYPES = {"parameter", "convert", "shapeof", "erfinv", "rgbtonv12", "bgrtonv12"}
 
 
 def _opset_number(version: str) -> int:
@@ -33,18 +39,21 @@ def _opset_number(version: str) -> int:
     return int(m.group(1))
 
 
-def converter(op_types: str | Sequence[str], *versions: str,
-              onnx_opset: int = BASE_ONNX_OPSET) -> Callable[[Converter], Converter]:
+def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = BASE_ONNX_OPSET,
+              onnx: str | None = None) -> Callable[[Converter], Converter]:
     """Register a converter for op type(s) at the opsets that introduced that op version, e.g. ("Gather", "opset8").
 
     `onnx_opset` is the lowest ONNX opset the converter can emit (it emits every opset from there up to the newest
-    ir2onnx targets)."""
+    ir2onnx targets); `onnx` describes its ONNX form for the docs when the ops it calls do not say it."""
     types = [op_types] if isinstance(op_types, str) else list(op_types)
     nums = [_opset_number(v) for v in versions] or [1]
 
     def deco(fn: Converter) -> Converter:
         _MIN_ONNX_OPSET[fn] = onnx_opset
+        if onnx is not None:
+            _ONNX_FORM[fn] = onnx
         for t in types:
+            _DISPLAY.setdefault(_ALIASES.get(t.lower(), t.lower()), t)
             slot = _REGISTRY.setdefault(_ALIASES.get(t.lower(), t.lower()), {})
             for n in nums:
                 if n in slot and slot[n] is not fn:
@@ -67,16 +76,60 @@ def lookup(op_type: str, version: str) -> Converter | None:
     elif v == "":
         n = min(slot)  # pre-opset IRs: the first version of the op
     else:
-        try:
-            n = _opset_number(v)
-        except ValueError:
+        if opset_problem(key, v) is not None:
             return None
+        n = _opset_number(v)
     eligible = [k for k in slot if k <= n]
     return slot[max(eligible)] if eligible else None
 
 
+def opset_problem(op_type: str, version: str) -> str | None:
+    """Why OpenVINO's reader refuses this `version` attribute for `op_type`, or None when it accepts it."""
+    key = _ALIASES.get(op_type.lower(), op_type.lower())
+    v = version.strip()
+    if v in ("experimental", "extension") and key in _EXPERIMENTAL_AS_OPSET6:
+        return None
+    known = f"the opsets OpenVINO knows are opset1 to opset{NEWEST_OPSET}"
+    try:
+        n = _opset_number(v)
+    except ValueError:
+        return f"'{v}' is not an opset name ({known})"
+    if not 1 <= n <= NEWEST_OPSET:
+        return f"{v} does not exist ({known})"
+    if n == NEWEST_OPSET and key not in _OPSET17_TYPES:
+        return f"OpenVINO's {v} has no {op_type} (its {v} is still being filled)"
+    return None
+
+
 def lookup_layer(layer: Layer) -> Converter | None:
     return lookup(layer.type, layer.version)
+
+
+def not_convertible(op_type: str, reason: str) -> None:
+    """Record that `op_type` has no exact ONNX form, and why (named in the unsupported-ops error and the docs)."""
+    _NOT_CONVERTIBLE[op_type.lower()] = reason
+    _DISPLAY.setdefault(op_type.lower(), op_type)
+
+
+def refusal_reason(op_type: str) -> str | None:
+    return _NOT_CONVERTIBLE.get(_ALIASES.get(op_type.lower(), op_type.lower()))
+
+
+def display_name(key: str) -> str:
+    return _DISPLAY.get(key, key)
+
+
+def onnx_form(fn: Converter) -> str | None:
+    return _ONNX_FORM.get(fn)
+
+
+def registered_converters() -> dict[str, dict[int, Converter]]:
+    """type (lower case) -> {IR opset of the version: converter}."""
+    return {k: dict(sorted(v.items())) for k, v in sorted(_REGISTRY.items())}
+
+
+def not_convertible_types() -> dict[str, str]:
+    return dict(sorted(_NOT_CONVERTIBLE.items()))
 
 
 def min_onnx_opset(fn: Converter) -> int:

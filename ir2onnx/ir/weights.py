@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -48,6 +49,21 @@ class Weights:
     def raw(self, offset: int, size: int) -> np.ndarray:
         """Bytes [offset, offset+size) as a uint8 view."""
         return self._data[offset : offset + size]
+
+    def offset_of(self, array: np.ndarray) -> int | None:
+        """The byte offset in the file of `array` when it is an unchanged view of it: C-contiguous, little-endian
+        (or single-byte) and lying inside the mapping. Such an array's bytes are the file's bytes at that offset,
+        so a writer can reference or copy them from the file."""
+        order = array.dtype.byteorder
+        little = order in ("<", "|") or (order == "=" and sys.byteorder == "little")
+        if self.size == 0 or array.nbytes == 0 or not array.flags.c_contiguous or not little or array.dtype.hasobject:
+            return None
+        base = self._data.__array_interface__["data"][0]
+        start = array.__array_interface__["data"][0]
+        # an address inside the mapped range can only belong to the mapping (kept alive by this object)
+        if base <= start and start + array.nbytes <= base + self.size:
+            return start - base
+        return None
 
     def array(self, const: ConstData) -> np.ndarray:
         """The Const's values: a zero-copy view for byte-sized types, an unpacked array for sub-byte ones."""

@@ -60,3 +60,25 @@ def test_const_values_match_openvino(tmp_path: Path, et: str, values: np.ndarray
     np.testing.assert_array_equal(got.astype(np.float64), values.astype(np.float64))
     if not const.const.element_type.packed:
         assert np.shares_memory(got, weights.raw(0, weights.size)), "byte-sized constants must be zero-copy views"
+        assert weights.offset_of(got) == const.const.offset  # a writer may reference these bytes in the .bin
+    else:
+        assert weights.offset_of(got) is None  # unpacked: computed, not the file's bytes
+
+
+def test_offset_of_only_for_unchanged_views(tmp_path: Path) -> None:
+    values = np.arange(24, dtype=np.float32).reshape(4, 6)
+    xml = tmp_path / "m.xml"
+    ov.save_model(_model_with_const("f32", values), str(xml), compress_to_fp16=False)
+    model, weights = load(str(xml))
+    const = next(layer for layer in model.graph.layers if layer.name == "the_const")
+    assert const.const is not None and weights is not None
+    view = weights.array(const.const)
+    start = const.const.offset
+    assert weights.offset_of(view) == start
+    assert weights.offset_of(view[1:]) == start + 6 * 4  # contiguous rows: still the file's bytes
+    assert weights.offset_of(view.reshape(6, 4)) == start
+    assert weights.offset_of(view.T) is None  # reordered
+    assert weights.offset_of(view[:, 1:]) is None  # strided
+    assert weights.offset_of(view.copy()) is None  # not in the file
+    assert weights.offset_of(view.astype(">f4")) is None
+    assert weights.offset_of(view.view(">f4")) is None  # the file's bytes, but not read as little-endian

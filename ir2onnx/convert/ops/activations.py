@@ -86,11 +86,61 @@ def gelu(ctx: LayerContext) -> ir.Value:
     return b.op("Mul", [b.op("Mul", [x, b.const(0.5, dt)]), b.op("Add", [t, b.const(1.0, dt)])])
 
 
+def scalar_input(ctx: LayerContext, i: int) -> ir.Value:
+    """A scalar parameter input ([] or [1]) as a scalar, so it broadcasts without raising the data's rank."""
+    c = ctx.const(i)
+    if c is not None:
+        return ctx.b.const(c.reshape(()), c.dtype)
+    return ctx.b.reshape(ctx.inputs[i], [])
+
+
+@converter("HardSigmoid", "opset1")
+def hard_sigmoid(ctx: LayerContext) -> ir.Value:
+    """max(0, min(1, alpha * x + beta)) with alpha and beta as inputs (constant or not)."""
+    b, x = ctx.b, ctx.inputs[0]
+    dt = ctx.input_type(0).numpy
+    y = b.op("Add", [b.op("Mul", [x, scalar_input(ctx, 1)]), scalar_input(ctx, 2)])
+    return b.op("Max", [b.op("Min", [y, b.const(1, dt)]), b.const(0, dt)])
+
+
+@converter("Selu", "opset1")
+def selu(ctx: LayerContext) -> ir.Value:
+    """lambda * (x if x > 0 else alpha * exp(x) - alpha) with alpha and lambda as inputs."""
+    b, x = ctx.b, ctx.inputs[0]
+    alpha, lam = scalar_input(ctx, 1), scalar_input(ctx, 2)
+    neg = b.op("Sub", [b.op("Mul", [alpha, b.op("Exp", [x])]), alpha])
+    pos = b.op("Greater", [x, b.const(0, ctx.input_type(0).numpy)])
+    return b.op("Mul", [lam, b.op("Where", [pos, x, neg])])
+
+
 @converter("PRelu", "opset1")
 def prelu(ctx: LayerContext) -> ir.Value:
-    """A 1-D slope whose length matches the channel axis (1) is broadcast along it, as OpenVINO does."""
-    x, slope = ctx.inputs[0], ctx.inputs[1]
+    """A 1-D slope whose length equals the data's dim 1 (dim 0 for 1-D data) applies per channel along that dim;
+    any other slope broadcasts numpy-style (aligned with the last dims), as OpenVINO does. When the dims are
+    unknown at conversion time the choice is made at run time."""
+    b, x, slope = ctx.b, ctx.inputs[0], ctx.inputs[1]
     rank, srank = ctx.input_rank(0), ctx.input_rank(1)
-    if srank == 1 and rank > 2:
-        slope = ctx.b.unsqueeze(slope, list(range(1, rank - 1)))
-    return ctx.b.op("PRelu", [x, slope])
+    if srank != 1 or rank <= 2:  # per-channel and numpy broadcasting agree
+        return _prelu(ctx, x, slope, rank, srank)
+    channels, length = ctx.input_dims(0)[1], ctx.input_dims(1)[0]
+    if channels is not None and length is not None:
+        if channels == length:
+            slope = b.unsqueeze(slope, list(range(1, rank - 1)))
+        return _prelu(ctx, x, slope, rank, rank if channels == length else 1)
+    n = b.shape_of(slope)
+    ones = b.i64([1] * (rank - 2))
+    per_channel = b.concat([b.i64([1]), n, ones], 0)
+    numpy_like = b.concat([b.i64([1]), ones, n], 0)
+    same = b.op("Equal", [b.shape_of(x, 1, 2), n])
+    slope = b.reshape(slope, b.op("Where", [same, per_channel, numpy_like]))
+    return _prelu(ctx, x, slope, rank, rank)
+
+
+def _prelu(ctx: LayerContext, x: ir.Value, slope: ir.Value, rank: int, srank: int) -> ir.Value:
+    """ONNX PRelu needs a slope unidirectionally broadcastable to x; a slope of higher rank (OpenVINO broadcasts
+    both ways) takes the Where form."""
+    b = ctx.b
+    if srank <= rank:
+        return b.op("PRelu", [x, slope])
+    zero = b.const(0, ctx.input_type(0).numpy)
+    return b.op("Where", [b.op("Less", [x, zero]), b.op("Mul", [x, slope]), x])

@@ -56,13 +56,18 @@ def topk(ctx: LayerContext) -> list[ir.Value]:
     return [values, indices]
 
 
-@converter("OneHot", "opset1")
+@converter("OneHot", "opset1", "opset16")
 def one_hot(ctx: LayerContext) -> ir.Value:
-    """OpenVINO gives all-off rows for negative indices; ONNX would wrap them, so they are moved out of range."""
+    """Negative indices: all-off rows (opset1, and opset16's default `ignore_negative`: moved out of range, as ONNX
+    would wrap them) or counted from the end (`negative_indices_mode="normalize"`, ONNX's own rule)."""
     b = ctx.b
     depth = b.reshape(b.cast(ctx.inputs[1], ir.DataType.INT64), [])
     idx = b.cast(ctx.inputs[0], ir.DataType.INT64)
-    idx = b.op("Where", [b.op("Less", [idx, b.i64(0)]), depth, idx])
+    mode = ctx.attr_str("negative_indices_mode", "ignore_negative").lower()
+    if mode not in ("ignore_negative", "normalize"):
+        raise ctx.error(f"negative_indices_mode='{mode}' is not a OneHot mode")
+    if mode == "ignore_negative":
+        idx = b.op("Where", [b.op("Less", [idx, b.i64(0)]), depth, idx])
     values = b.concat([b.reshape(ctx.inputs[3], [1]), b.reshape(ctx.inputs[2], [1])], 0)
     et = ctx.output_type(0)
     # onnxruntime implements OneHot for float32 and int64 values: compute in one of those, then cast back

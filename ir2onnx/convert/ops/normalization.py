@@ -24,7 +24,7 @@ def mvn(ctx: LayerContext) -> ir.Value:
     """(x - mean) / f(var, eps) over the axes input; eps_mode inside_sqrt or outside_sqrt."""
     b, x = ctx.b, ctx.inputs[0]
     dt = ctx.input_type(0).numpy
-    axes = [int(a) for a in ctx.require_const(1, "the axes").reshape(-1)]
+    axes = ctx.ints_or_value(1)
     centered = b.op("Sub", [x, b.reduce("ReduceMean", x, axes, True)])
     if not ctx.attr_bool("normalize_variance", True):
         return centered
@@ -42,7 +42,7 @@ def normalize_l2(ctx: LayerContext) -> ir.Value:
     """x / sqrt(max(sum(x^2), eps)) (eps_mode max) or x / sqrt(sum(x^2) + eps) (add)."""
     b, x = ctx.b, ctx.inputs[0]
     dt = ctx.input_type(0).numpy
-    axes = [int(a) for a in ctx.require_const(1, "the axes").reshape(-1)]
+    axes = ctx.ints_or_value(1)
     sq = b.reduce("ReduceSum", b.op("Mul", [x, x]), axes, True)
     eps = b.const(np.asarray(ctx.attr_float("eps"), dtype=dt))
     sq = b.op("Max", [sq, eps]) if ctx.attr_str("eps_mode", "add").lower() == "max" else b.op("Add", [sq, eps])

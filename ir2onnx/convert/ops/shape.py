@@ -33,13 +33,22 @@ def _axes(ctx: LayerContext, i: int) -> ir.Value:
     return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [-1])
 
 
-@converter("Squeeze", "opset1")
+@converter("Squeeze", "opset1", "opset15")
 def squeeze(ctx: LayerContext) -> ir.Value:
-    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input)."""
+    """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input).
+    opset15 `allow_axis_skip`: listed axes whose size is not 1 stay (a Reshape to the shape without the others)."""
     axes = ctx.const(1)
     if len(ctx.inputs) < 2 or (axes is not None and axes.size == 0):
         return ctx.b.op("Squeeze", [ctx.inputs[0]])
-    return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    if not ctx.attr_bool("allow_axis_skip", False):
+        return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+    b, x, rank = ctx.b, ctx.inputs[0], ctx.input_rank(0)
+    listed = b.op("Equal", [b.unsqueeze(b.op("Range", [b.i64(0), b.i64(rank), b.i64(1)]), [1]),
+                            b.unsqueeze(b.op("Mod", [b.op("Add", [_axes(ctx, 1), b.i64(rank)]), b.i64(rank)]), [0])])
+    listed = b.cast(b.reduce("ReduceMax", b.cast(listed, ir.DataType.INT64), [1], False), ir.DataType.BOOL)
+    shape = b.shape_of(x)
+    drop = b.op("And", [listed, b.op("Equal", [shape, b.i64(1)])])
+    return b.reshape(x, b.op("Compress", [shape, b.op("Not", [drop])], {"axis": 0}))
 
 
 @converter("Unsqueeze", "opset1")
@@ -68,12 +77,38 @@ def shape_of(ctx: LayerContext) -> ir.Value:
 
 @converter("Transpose", "opset1")
 def transpose(ctx: LayerContext) -> ir.Value:
-    perm = ctx.require_const(1, "the permutation")
-    order = [int(p) for p in perm.reshape(-1)]
+    """An empty order reverses the axes. A run-time order (ONNX takes it as an attribute) is applied by gathering
+    the flattened input at the permuted positions."""
     rank = ctx.input_rank(0)
-    if not order:
-        order = list(range(rank - 1, -1, -1))
-    return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    perm = ctx.const(1)
+    if perm is not None:
+        order = [int(p) for p in perm.reshape(-1)] or list(range(rank - 1, -1, -1))
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": [p % rank for p in order]})
+    if ctx.input_dims(1) == (0,):
+        return ctx.b.op("Transpose", [ctx.inputs[0]], {"perm": list(range(rank - 1, -1, -1))})
+    return _transpose_runtime(ctx, rank)
+
+
+def _transpose_runtime(ctx: LayerContext, rank: int) -> ir.Value:
+    """y[j_0..j_r-1] = x.flat[sum_k j_k * stride(perm[k])], y's shape = shape(x)[perm]."""
+    b, x = ctx.b, ctx.inputs[0]
+    perm = b.cast(ctx.inputs[1], ir.DataType.INT64)
+    perm = b.op("Where", [b.op("Less", [perm, b.i64(0)]), b.op("Add", [perm, b.i64(rank)]), perm])
+    shape = b.shape_of(x)
+    strides = [b.i64([1])]
+    for k in range(rank - 1, 0, -1):  # stride(k) = prod(shape[k+1:])
+        strides.insert(0, b.op("Mul", [strides[0], b.shape_of(x, k, k + 1)]))
+    out_shape = b.op("Gather", [shape, perm], {"axis": 0})
+    taken = b.op("Gather", [b.concat(strides, 0), perm], {"axis": 0})
+    flat = None
+    for k in range(rank):
+        n = b.reshape(b.op("Gather", [out_shape, b.i64(k)], {"axis": 0}), [])
+        along = b.op("Mul", [b.op("Range", [b.i64(0), n, b.i64(1)]), b.op("Gather", [taken, b.i64(k)], {"axis": 0})])
+        along = b.reshape(along, [1] * k + [-1] + [1] * (rank - k - 1))
+        flat = along if flat is None else b.op("Add", [flat, along])
+    if flat is None:  # rank 0
+        return b.identity(x)
+    return b.op("Gather", [b.reshape(x, [-1]), flat], {"axis": 0})
 
 
 @converter("Identity", "opset16")
@@ -85,78 +120,22 @@ def identity(ctx: LayerContext) -> ir.Value:
 def range_(ctx: LayerContext) -> ir.Value:
     """Scalars start/stop/step in the output type (opset4 `output_type`; opset1 follows the inputs)."""
     et = ctx.output_type(0)
-    args = [ctx.b.reshape(ctx.b.cast(v, onnx_dtype(et)), []) for v in ctx.inputs[:3]]
+    wide = _RANGE_WIDER.get(et.name)  # onnxruntime's Range has no kernel for these types: computed in f32/i32
+    dtype = ir.DataType[wide] if wide else onnx_dtype(et)
+    args = [ctx.b.reshape(ctx.b.cast(v, dtype), []) for v in ctx.inputs[:3]]
     out = ctx.b.op("Range", args)
+    if wide:
+        out = ctx.b.cast(out, onnx_dtype(et))
     set_value_type(out, et)
     return out
 
 
-_I64_MAX = 2**63 - 1
-_I64_MIN = -(2**63)
+_RANGE_WIDER = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT32", "u8": "INT32", "u16": "INT32"}
+
 
 
 def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:
     return [int(v) for v in ctx.require_const(i, what).reshape(-1)]
-
-
-def _mask(ctx: LayerContext, name: str, n: int) -> list[int]:
-    m = ctx.attr_ints(name, [])
-    return (m + [0] * n)[:n]
-
-
-@converter("StridedSlice", "opset1")
-def strided_slice(ctx: LayerContext) -> ir.Value:
-    """OpenVINO masks: begin_mask/end_mask bit 1 = IGNORE that bound; new_axis, shrink_axis, ellipsis as in numpy."""
-    b = ctx.b
-    n = ctx.input_dims(1)[0] if ctx.const(1) is None else ctx.const(1).size  # type: ignore[union-attr]
-    if n is None:
-        raise ctx.error("StridedSlice needs begin of static length")
-    begin_mask, end_mask = _mask(ctx, "begin_mask", n), _mask(ctx, "end_mask", n)
-    new_axis, shrink, ellipsis = (_mask(ctx, m, n) for m in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask"))
-    strides = _ints(ctx, 3, "strides") if len(ctx.inputs) > 3 else [1] * n
-    begin_c, end_c = ctx.const(1), ctx.const(2)
-    simple = not any(new_axis + shrink + ellipsis)
-    if begin_c is None or end_c is None:
-        if not simple or any(begin_mask + end_mask):
-            raise ctx.error("StridedSlice with run-time begin/end needs all masks zero")
-        starts = b.cast(ctx.inputs[1], ir.DataType.INT64)
-        ends = b.cast(ctx.inputs[2], ir.DataType.INT64)
-        return b.slice(ctx.inputs[0], starts, ends, list(range(n)), strides)
-    begin, end = [int(v) for v in begin_c.reshape(-1)], [int(v) for v in end_c.reshape(-1)]
-    rank = ctx.input_rank(0)
-    consumed = sum(1 for i in range(n) if not new_axis[i] and not ellipsis[i])
-    starts, ends, axes, steps, squeeze_axes, unsqueeze_at = [], [], [], [], [], []
-    in_axis = out_axis = 0
-    for i in range(n):
-        if ellipsis[i]:
-            span = rank - consumed
-            in_axis += span
-            out_axis += span
-            continue
-        if new_axis[i]:
-            unsqueeze_at.append(out_axis)
-            out_axis += 1
-            continue
-        step = strides[i]
-        if shrink[i]:
-            s = begin[i]
-            starts.append(s)
-            ends.append(_I64_MAX if s == -1 else s + 1)
-            steps.append(1)
-            squeeze_axes.append(in_axis)
-        else:
-            starts.append((0 if step > 0 else _I64_MAX) if begin_mask[i] else begin[i])
-            ends.append((_I64_MAX if step > 0 else _I64_MIN) if end_mask[i] else end[i])
-            steps.append(step)
-            out_axis += 1
-        axes.append(in_axis)
-        in_axis += 1
-    y = b.slice(ctx.inputs[0], starts, ends, axes, steps) if axes else ctx.inputs[0]
-    if squeeze_axes:
-        y = b.squeeze(y, squeeze_axes)
-    if unsqueeze_at:
-        y = b.unsqueeze(y, unsqueeze_at)
-    return y if y is not ctx.inputs[0] else b.op("Identity", [y])
 
 
 @converter("Slice", "opset8")
@@ -174,26 +153,62 @@ def _split(ctx: LayerContext, x: ir.Value, axis: int, sizes: ir.Value | None, n:
     return list(ctx.b.op_multi("Split", [x] if sizes is None else [x, sizes], {"axis": axis}, outputs=n))
 
 
+def _slices(ctx: LayerContext, x: ir.Value, axis: ir.Value, sizes: ir.Value, n: int) -> list[ir.Value]:
+    """Split along a run-time axis (ONNX Split takes the axis as an attribute): one Slice per part, the run-time
+    axis given as Slice's axes input."""
+    b = ctx.b
+    ends = b.op("CumSum", [sizes, b.i64(0)])
+    starts = b.op("Sub", [ends, sizes])
+    return [b.op("Slice", [x, b.slice(starts, [k], [k + 1], [0]), b.slice(ends, [k], [k + 1], [0]), axis])
+            for k in range(n)]
+
+
+def _axis_dim(ctx: LayerContext, x: ir.Value, axis: ir.Value) -> ir.Value:
+    """The size of a run-time axis (negative counts from the end) as an int64 [1]."""
+    return ctx.b.op("Gather", [ctx.b.shape_of(x), axis], {"axis": 0})
+
+
 @converter("Split", "opset1")
 def split(ctx: LayerContext) -> list[ir.Value]:
-    axis = _ints(ctx, 1, "the axis")[0]
-    return _split(ctx, ctx.inputs[0], axis, None, ctx.attr_int("num_splits"))
+    n = ctx.attr_int("num_splits")
+    if ctx.const(1) is not None:
+        return _split(ctx, ctx.inputs[0], _ints(ctx, 1, "the axis")[0], None, n)
+    b = ctx.b
+    axis = _axes(ctx, 1)
+    part = b.op("Div", [_axis_dim(ctx, ctx.inputs[0], axis), b.i64([n])])
+    return _slices(ctx, ctx.inputs[0], axis, b.op("Expand", [part, b.i64([n])]), n)
 
 
 @converter("VariadicSplit", "opset1")
 def variadic_split(ctx: LayerContext) -> list[ir.Value]:
-    """A -1 length takes what the others leave (computed at run time from the input's shape)."""
-    axis = _ints(ctx, 1, "the axis")[0]
-    lengths = _ints(ctx, 2, "split_lengths")
+    """A -1 length takes what the others leave (computed at run time from the input's shape). Lengths and axis
+    may be run-time values; which length is -1 is then found at run time too."""
     b = ctx.b
-    if -1 in lengths:
-        rest = b.op("Sub", [b.shape_of(ctx.inputs[0], axis, axis + 1 if axis != -1 else None),
-                            b.i64([sum(v for v in lengths if v != -1)])])
-        k = lengths.index(-1)
-        sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
-    else:
-        sizes = b.i64(lengths)
-    return _split(ctx, ctx.inputs[0], axis, sizes, len(lengths))
+    x = ctx.inputs[0]
+    n = len(ctx.layer.outputs)
+    const_axis = ctx.const(1) is not None
+    lengths_c = ctx.const(2)
+    if const_axis and lengths_c is not None:
+        axis = _ints(ctx, 1, "the axis")[0]
+        lengths = [int(v) for v in lengths_c.reshape(-1)]
+        if -1 in lengths:
+            rest = b.op("Sub", [b.shape_of(x, axis, axis + 1 if axis != -1 else None),
+                                b.i64([sum(v for v in lengths if v != -1)])])
+            k = lengths.index(-1)
+            sizes = b.concat([b.i64(lengths[:k]), rest, b.i64(lengths[k + 1:])], 0) if len(lengths) > 1 else rest
+        else:
+            sizes = b.i64(lengths)
+        return _split(ctx, x, axis, sizes, len(lengths))
+    axis_v = _axes(ctx, 1)
+    lengths_v = _axes(ctx, 2)
+    dim = _axis_dim(ctx, x, axis_v)
+    unknown = b.op("Equal", [lengths_v, b.i64(-1)])
+    known = b.op("Where", [unknown, b.i64(0), lengths_v])
+    rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
+    sizes = b.op("Where", [unknown, rest, lengths_v])
+    if const_axis:
+        return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
+    return _slices(ctx, x, axis_v, sizes, n)
 
 
 @converter("Broadcast", "opset1", "opset3")
@@ -239,37 +254,3 @@ def tile(ctx: LayerContext) -> ir.Value:
     return b.op("Tile", [x, repeats])
 
 
-@converter("ScatterUpdate", "opset3")
-def scatter_update(ctx: LayerContext) -> ir.Value:
-    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
-    b = ctx.b
-    axis = ctx.normalize_axis(int(ctx.require_const(3, "the axis").reshape(-1)[0]), ctx.input_rank(0))
-    rank = ctx.input_rank(0)
-    data, idx, upd = ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]
-    if axis:
-        perm = [axis] + [a for a in range(rank) if a != axis]
-        data = b.op("Transpose", [data], {"perm": perm})
-        irank = ctx.input_rank(1)
-        urank = ctx.input_rank(2)
-        # updates: [data[:axis], idx..., data[axis+1:]] -> [idx..., data[:axis], data[axis+1:]]
-        uperm = list(range(axis, axis + irank)) + list(range(axis)) + list(range(axis + irank, urank))
-        upd = b.op("Transpose", [upd], {"perm": uperm})
-    y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
-    if axis:
-        inv = [0] * rank
-        for i, p in enumerate(perm):
-            inv[p] = i
-        y = b.op("Transpose", [y], {"perm": inv})
-    return y
-
-
-@converter("ScatterNDUpdate", "opset3")
-def scatter_nd_update(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("ScatterND", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]])
-
-
-@converter("ScatterElementsUpdate", "opset3")
-def scatter_elements_update(ctx: LayerContext) -> ir.Value:
-    axis = int(ctx.require_const(3, "the axis").reshape(-1)[0])
-    return ctx.b.op("ScatterElements", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]],
-                    {"axis": axis})

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import openvino as ov
 
 from ir2onnx.check.compare import compare_output
@@ -38,13 +39,15 @@ def _reference(wr: np.ndarray, b: np.ndarray) -> ov.Model:
     return ov.Model([model.outputs[0]], model.get_parameters())
 
 
-def test_spec_example_matches_openvino_lstm_cell(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fuse", [True, False])
+def test_spec_example_matches_openvino_lstm_cell(tmp_path: Path, fuse: bool) -> None:
     wr, b = _weights()
     xml = tmp_path / "spec.xml"
     xml.write_text(FIXTURE.read_text())
     _write_bin(tmp_path / "spec.bin", wr, b)
-    proto = convert_checked(xml)
-    assert count_ops(proto, "Scan") == 1 and count_ops(proto, "LSTM") == 1
+    proto = convert_checked(xml, fuse=fuse)
+    # fused: one LSTM over the whole sequence; literal: a Scan with a one-step LSTM inside
+    assert count_ops(proto, "Scan") == (0 if fuse else 1) and count_ops(proto, "LSTM") == 1
     assert [i.name for i in proto.graph.input] == ["X", "H0", "C0"]
     rng = np.random.default_rng(1)
     inputs = [rng.standard_normal((1, T, I)).astype(np.float32), rng.standard_normal((1, H)).astype(np.float32),

@@ -9,6 +9,7 @@ import openvino.opset1 as ops1
 import openvino.opset3 as ops3
 import openvino.opset5 as ops5
 import openvino.opset13 as ops
+import openvino.opset16 as ops16
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
@@ -33,6 +34,9 @@ CASES = [
     Case("topk-11-max-value", lambda x: ops.topk(x, const(3, I64), 1, "max", "value", "i32"), [((2, 6), F)]),
     Case("topk-11-min-index", lambda x: ops.topk(x, const(3, I64), -1, "min", "index", "i64"), [((2, 3, 6), F)]),
     Case("topk-3", lambda x: ops3.topk(x, const(2, I64), 0, "max", "value", "i64"), [((5, 3), F)]),
+    *[Case(f"one-hot-16-{mode}", lambda i, mode=mode: ops16.one_hot(i, const(4, I64), const(1.0), const(0.0), -1,
+                                                                    negative_indices_mode=mode), [((6,), I64)],
+           values=[np.array([-5, -4, -1, 0, 3, 4], I64)]) for mode in ("ignore_negative", "normalize")],
     Case("one-hot", lambda i: ops.one_hot(i, const(4, I64), const(1.0), const(0.0), -1), [((5,), I64)],
          values=[np.array([0, 3, -1, 2, 5], I64)]),
     Case("one-hot-axis0-i32", lambda i: ops.one_hot(i, const(3, I32), const(5, I32), const(-1, I32), 0), [((2, 2), I32)],

@@ -10,6 +10,7 @@ import openvino.opset1 as ops1
 import openvino.opset3 as ops3
 import openvino.opset7 as ops7
 import openvino.opset13 as ops
+import openvino.opset15 as ops15
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
@@ -26,6 +27,8 @@ def ss(begin, end, strides, **masks):  # type: ignore[no-untyped-def]
 
 
 CASES = [
+    *[Case(f"squeeze-15-skip-{'-'.join(map(str, a))}", lambda x, a=a: ops15.squeeze(x, const(a, I64), True),
+           [((2, 1, 3, 1), F)]) for a in ([0, 1], [1, 3], [-1, 0], [2])],
     Case("convert-f32-i32", lambda a: ops.convert(a, np.int32), [((2, 3), F)],
          values=[np.array([[2.7, -2.7, -0.5], [0.4, 100.9, -7.2]], F)]),
     Case("convert-i64-f16", lambda a: ops.convert(a, np.float16), [((5,), I64)]),
@@ -47,6 +50,21 @@ CASES = [
     Case("split", lambda a: ops.split(a, const(1, I64), 3), [((2, 6), F)]),
     Case("split-opset18", lambda a: ops.split(a, const(-1, I64), 2), [((2, 6), F)], opset=18),
     Case("variadic-split", lambda a: ops.variadic_split(a, const(1, I64), const([1, -1, 2], I64)), [((2, 6), F)]),
+    Case("split-runtime-axis", lambda a, x: ops.split(a, x, 2), [((2, 6, 2), F), ((), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array(1, I64)]),
+    Case("split-runtime-negative-axis", lambda a, x: ops.split(a, x, 3), [((2, 6, 3), F), ((), I32)],
+         values=[np.arange(36, dtype=F).reshape(2, 6, 3), np.array(-1, I32)]),
+    Case("variadic-split-runtime-lengths", lambda a, n: ops.variadic_split(a, const(1, I64), n),
+         [((2, 6, 2), F), ((3,), I32)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([1, -1, 2], I32)]),
+    Case("variadic-split-runtime-lengths-zero", lambda a, n: ops.variadic_split(a, const(-2, I64), n),
+         [((2, 6, 2), F), ((3,), I64)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([0, 2, -1], I64)]),
+    Case("variadic-split-runtime-lengths-no-rest", lambda a, n: ops.variadic_split(a, const(0, I64), n),
+         [((6, 2), F), ((2,), I64)], values=[np.arange(12, dtype=F).reshape(6, 2), np.array([4, 2], I64)]),
+    Case("variadic-split-runtime-axis", lambda a, x, n: ops.variadic_split(a, x, n),
+         [((2, 6, 2), F), ((), I64), ((3,), I32)],
+         values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array(-2, I64), np.array([3, -1, 2], I32)]),
+    Case("variadic-split-runtime-axis-const-lengths", lambda a, x: ops.variadic_split(a, x, const([3, -1], I64)),
+         [((2, 6, 5), F), ((), I32)], values=[np.arange(60, dtype=F).reshape(2, 6, 5), np.array(2, I32)]),
     Case("transpose", lambda a: ops.transpose(a, const([2, 0, 1], I64)), [X234]),
     Case("transpose-empty-perm", lambda a: ops.transpose(a, const([], I64)), [X234]),
     Case("shape-of-1", lambda a: ops1.shape_of(a), [X234]),
@@ -60,6 +78,8 @@ CASES = [
     Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
     Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
     Case("range-4-f32", lambda a: ops.range(const(1.0), const(4.0), const(0.5), "f32"), [((1,), F)]),
+    Case("range-4-f16", lambda a: ops.range(const(1.0, np.float16), const(4.0, np.float16), const(0.25, np.float16),
+                                            "f16"), [((1,), F)]),
     Case("range-4-i64", lambda a: ops.range(const(0, I64), const(7, I64), const(2, I64), "i64"), [((1,), F)]),
     Case("ss-basic", ss([0, 1, 0], [2, 3, 4], [1, 1, 2]), [X234]),
     Case("ss-negative-stride", ss([1, -1, -1], [0, 0, 0], [1, -1, -2], bm=[1, 0, 0], em=[1, 1, 1]), [X234]),

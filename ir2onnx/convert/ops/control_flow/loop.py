@@ -21,6 +21,7 @@ from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_
 from ir2onnx.convert.ops.control_flow.port_map import (
     PortMapPlan,
     analyse,
+    bind_unmapped,
     check_chunking,
     complete_outputs,
     param_dims,
@@ -98,6 +99,7 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
     for inp in plan.of_kind("invariant"):
         assert inp.outer is not None
         bindings[inp.param.id] = inp.outer
+    bind_unmapped(ctx, plan.body, bindings)
     results = ctx.translator.translate(plan.body.graph, cb, bindings)
 
     taken: set[ir.Value] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
@@ -65,9 +66,11 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
             plan.inputs.append(BodyInput("current_iteration", param, e, None))
             continue
         outer = ctx.inputs[e.external_port_id]
-        if e.sliced:
-            if param.id in back:
-                raise ctx.error(f"body {param.where()} is both a sliced input and a back-edge target")
+        inner_type, outer_type = param_type(param), ctx.input_type(e.external_port_id)
+        if inner_type is not None and inner_type != outer_type:  # OpenVINO's CPU plugin cannot run it either
+            raise ctx.error(f"port_map input (line {e.line}) feeds input port {e.external_port_id} "
+                            f"({outer_type.name}) to body {param.where()} of type {inner_type.name}")
+        if e.sliced:  # a back edge to a sliced Parameter has no effect: OpenVINO feeds the slice every iteration
             plan.inputs.append(BodyInput("sliced", param, e, outer))
         elif param.id in back:
             plan.inputs.append(BodyInput("merged", param, e, outer, by_id[back[param.id]]))
@@ -80,6 +83,23 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
     if conds:
         plan.condition = by_id[conds[0].internal_layer_id]
     return plan
+
+
+def bind_unmapped(ctx: LayerContext, body: Body, bindings: dict[str, ir.Value]) -> None:
+    """Give every body Parameter without a port_map input what OpenVINO's CPU plugin feeds it: zeros of its declared
+    shape on every iteration (its back edges, if any, are ignored). One that nothing reads gets a value no node uses."""
+    mapped = {e.internal_layer_id for e in body.inputs}
+    read = {e.from_layer for e in body.graph.edges}
+    for p in body.graph.parameters:
+        if p.id in mapped:
+            continue
+        dims, et = param_dims(p), param_type(p)
+        if p.id not in read:
+            bindings[p.id] = ir.Value(name=ctx.b.names.fresh(f"{ctx.layer.name}/{p.name or p.id}_unused"))
+            continue
+        if dims is None or None in dims or et is None:  # refused by validation
+            raise ctx.error(f"body {p.where()} has no port_map input and no static shape and type")
+        bindings[p.id] = ctx.b.const(np.zeros([int(d) for d in dims], dtype=et.numpy))
 
 
 def param_type(param: Layer) -> ElementType | None:

@@ -19,6 +19,7 @@ from ir2onnx.convert.ops.control_flow.port_map import (
     BodyInput,
     PortMapPlan,
     analyse,
+    bind_unmapped,
     check_chunking,
     complete_outputs,
     param_dims,
@@ -99,6 +100,7 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
     for inp in plan.of_kind("invariant"):
         assert inp.outer is not None
         bindings[inp.param.id] = inp.outer  # outer-scope capture: no per-iteration copy
+    bind_unmapped(ctx, plan.body, bindings)
     results = ctx.translator.translate(plan.body.graph, cb, bindings)
 
     taken: set[ir.Value] = set()
@@ -153,10 +155,12 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
 
 
 def _as_loop(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
-    """No sliced input: the iteration count comes from the first concatenated output's declared size."""
+    """No sliced input: the iteration count comes from the first concatenated output's declared size; with no
+    concatenated output either, OpenVINO runs the body once."""
+    b = ctx.b
     concat = plan.outputs_of_kind("concat")
     if not concat:
-        raise ctx.error("TensorIterator without sliced inputs or concatenated outputs has no iteration count")
+        return emit_loop(ctx, plan, b.i64(1), b.const(True))
     o = concat[0]
     rank = len(ctx.layer.outputs[o.index].dims)
     axis = ctx.normalize_axis(o.entry.axis or 0, rank)
@@ -165,7 +169,6 @@ def _as_loop(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
         raise ctx.error("TensorIterator without sliced inputs needs a static size on its concatenated output axis")
     coef, const = iteration_span(o.entry)
     count = max(coef * size + const, 0) // abs(o.entry.stride)
-    b = ctx.b
     return emit_loop(ctx, plan, b.i64(count), b.const(True))
 
 

@@ -1,0 +1,50 @@
+"""ScaledDotProductAttention as MatMul, scale, mask, Softmax, MatMul (OpenVINO's specification pseudo-code)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.registry import converter
+
+
+@converter("ScaledDotProductAttention", "opset13")
+def scaled_dot_product_attention(ctx: LayerContext) -> ir.Value:
+    """softmax(Q K^T * scale + bias) V over the last axis; batch dims broadcast as MatMul does.
+
+    scale: input 4, else 1 / sqrt(E) in the query's type. bias: with `causal`, -inf where column > row (the [L, S]
+    matrix aligned at the top left; the mask input is ignored); a boolean mask keeps the True positions and puts
+    -inf elsewhere; any other mask is added. A row with nothing kept is NaN, as in OpenVINO."""
+    b = ctx.b
+    q, k, v = ctx.inputs[:3]
+    dt = ctx.input_type(0).numpy
+    krank = ctx.input_rank(1)
+    perm = list(range(krank - 2)) + [krank - 1, krank - 2]
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], {"perm": perm})])
+    scores = b.op("Mul", [scores, _scale(ctx, dt)])
+    has_mask = len(ctx.inputs) > 3 and ctx.inputs[3] is not None
+    neg_inf = b.const(-np.inf, dt)
+    if ctx.attr_bool("causal", False):
+        zero, one = b.i64(0), b.i64(1)
+        rows = b.unsqueeze(b.op("Range", [zero, b.reshape(b.shape_of(q, -2, -1), []), one]), [1])
+        cols = b.unsqueeze(b.op("Range", [zero, b.reshape(b.shape_of(k, -2, -1), []), one]), [0])
+        scores = b.op("Where", [b.op("Greater", [cols, rows]), neg_inf, scores])
+    elif has_mask:
+        mask = ctx.inputs[3]
+        if ctx.input_type(3).name == "boolean":
+            scores = b.op("Where", [mask, scores, neg_inf])
+        else:
+            scores = b.op("Add", [scores, mask])
+    weights = b.op("Softmax", [scores], {"axis": -1})
+    return b.op("MatMul", [weights, v])
+
+
+def _scale(ctx: LayerContext, dt: np.dtype) -> ir.Value:
+    """Input 4, else 1 / sqrt(E) from the query's run-time shape (dims inside bodies may be stale)."""
+    b = ctx.b
+    if len(ctx.inputs) > 4 and ctx.inputs[4] is not None:
+        return ctx.inputs[4]
+    e = b.cast(b.shape_of(ctx.inputs[0], -1), ir.DataType.FLOAT)
+    inv = b.op("Reciprocal", [b.op("Sqrt", [e])])
+    return inv if dt == np.float32 else b.op("CastLike", [inv, ctx.inputs[0]])

@@ -1,0 +1,161 @@
+"""Scatter family: ScatterUpdate, ScatterNDUpdate (reductions), ScatterElementsUpdate (reductions, use_init_val),
+SliceScatter.
+
+OpenVINO applies duplicate indices one after the other in index order; onnxruntime's ScatterND/ScatterElements do
+the same (reduction "none": the last update wins; add/mul/min/max accumulate). Reductions ONNX lacks are composed:
+`mean` is a sum divided by a count, `sub` adds negated updates, use_init_val=false first puts the reduction's
+identity at every updated position. Boolean data reduces as bytes, wrapping, as OpenVINO's CPU plugin does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.registry import converter
+
+_ONNX_REDUCTION = {"sum": "add", "prod": "mul", "min": "min", "max": "max"}
+# onnxruntime reduces these types only in "none" mode: they are reduced in float32 and cast back
+_WIDENED = {"f16", "bf16"}
+
+
+def _fill(b: GraphBuilder, like: ir.Value, value: np.ndarray) -> ir.Value:
+    """A tensor shaped like `like` filled with the one-element `value` (its dtype)."""
+    return b.op("ConstantOfShape", [b.shape_of(like)], {"value": value.reshape(1)})
+
+
+def _identity(reduction: str, dtype: np.dtype) -> np.ndarray:
+    """The value that leaves an element unchanged under `reduction`."""
+    if reduction in ("sum", "mean", "sub"):
+        return np.zeros(1, dtype)
+    if reduction == "prod":
+        return np.ones(1, dtype)
+    big = np.array(np.inf, dtype) if dtype.kind == "f" else np.array(np.iinfo(dtype).max, dtype)
+    small = np.array(-np.inf, dtype) if dtype.kind == "f" else np.array(np.iinfo(dtype).min, dtype)
+    return (big if reduction == "min" else small).reshape(1)
+
+
+class _Scatter:
+    """Emits one ONNX scatter kind (ScatterND, or ScatterElements on an axis) with a reduction."""
+
+    def __init__(self, ctx: LayerContext, op: str, idx: ir.Value, axis: int | None) -> None:
+        self.ctx, self.b, self.op, self.idx = ctx, ctx.b, op, idx
+        self.attrs = {"axis": axis} if axis is not None else {}
+
+    def __call__(self, data: ir.Value, upd: ir.Value, reduction: str = "none") -> ir.Value:
+        attrs = dict(self.attrs)
+        if reduction != "none":
+            if reduction in ("min", "max"):
+                self.ctx.require_opset(18, f"{self.op} with reduction '{reduction}'")
+            attrs["reduction"] = reduction
+        return self.b.op(self.op, [data, self.idx, upd], attrs)
+
+    def touched(self, data: ir.Value, upd: ir.Value) -> ir.Value:
+        """Boolean mask of the positions some update writes."""
+        b = self.b
+        marks = self(_fill(b, data, np.zeros(1, np.uint8)), _fill(b, upd, np.ones(1, np.uint8)))
+        return b.cast(marks, ir.DataType.BOOL)
+
+
+def _reduce(ctx: LayerContext, sc: _Scatter, data: ir.Value, upd: ir.Value, reduction: str,
+            use_init_val: bool = True) -> ir.Value:
+    b = ctx.b
+    if reduction == "none":
+        return sc(data, upd)
+    et = ctx.input_type(0)
+    dt = et.numpy
+    cast_back = et.name in _WIDENED or et.name == "boolean"
+    if et.name == "boolean":  # OpenVINO reduces booleans as bytes (wrapping) and reads any non-zero byte as true
+        work = np.dtype(np.uint8)
+        data_w, upd_w = b.cast(data, ir.DataType.UINT8), b.cast(upd, ir.DataType.UINT8)
+    elif et.name in _WIDENED:
+        work = np.dtype(np.float32)
+        data_w, upd_w = b.cast(data, ir.DataType.FLOAT), b.cast(upd, ir.DataType.FLOAT)
+    elif dt.kind not in "fiu":
+        raise ctx.error(f"reduction '{reduction}' of {et.name} data is not supported")
+    else:
+        work, data_w, upd_w = dt, data, upd
+    if reduction == "sub":
+        upd_w = b.op("Sub", [b.const(np.zeros((), work)), upd_w])
+        reduction = "sum"
+    touched = sc.touched(data, upd) if (not use_init_val or reduction == "mean") else None
+    base = data_w
+    if not use_init_val:
+        base = b.op("Where", [touched, b.const(_identity(reduction, work)), data_w])
+    if reduction == "mean":
+        sums = sc(base, upd_w, "add")
+        counts = sc(_fill(b, data_w, np.zeros(1, work)), _fill(b, upd_w, np.ones(1, work)), "add")
+        if use_init_val:
+            counts = b.op("Add", [counts, b.const(np.ones((), work))])
+        counts = b.op("Max", [counts, b.const(np.ones((), work))])  # untouched positions keep their value below
+        y = b.op("Where", [touched, b.op("Div", [sums, counts]), data_w])  # integer division truncates (as OV)
+    else:
+        y = sc(base, upd_w, _ONNX_REDUCTION[reduction])
+    return b.cast(y, onnx_dtype(et)) if cast_back else y
+
+
+def _axis(ctx: LayerContext, i: int) -> int:
+    """The scatter axis: ONNX takes it as an attribute, so the input must be a constant."""
+    c = ctx.require_const(i, "the axis (an attribute in ONNX)")
+    return ctx.normalize_axis(int(c.reshape(-1)[0]), ctx.input_rank(0))
+
+
+@converter("ScatterUpdate", "opset3")
+def scatter_update(ctx: LayerContext) -> ir.Value:
+    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
+    b = ctx.b
+    axis = _axis(ctx, 3)
+    rank = ctx.input_rank(0)
+    data, idx, upd = ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]
+    perm = [axis] + [a for a in range(rank) if a != axis]
+    if axis:
+        data = b.op("Transpose", [data], {"perm": perm})
+        irank = ctx.input_rank(1)
+        urank = ctx.input_rank(2)
+        # updates: [data[:axis], idx..., data[axis+1:]] -> [idx..., data[:axis], data[axis+1:]]
+        uperm = list(range(axis, axis + irank)) + list(range(axis)) + list(range(axis + irank, urank))
+        upd = b.op("Transpose", [upd], {"perm": uperm})
+    y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
+    if axis:
+        y = b.op("Transpose", [y], {"perm": [perm.index(a) for a in range(rank)]})
+    return y
+
+
+@converter("ScatterNDUpdate", "opset3", "opset15")
+def scatter_nd_update(ctx: LayerContext) -> ir.Value:
+    """opset15 adds `reduction` (none, sum, sub, prod, min, max)."""
+    sc = _Scatter(ctx, "ScatterND", ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), None)
+    reduction = ctx.attr_str("reduction", "none").lower()
+    if reduction not in ("none", "sum", "sub", "prod", "min", "max"):
+        raise ctx.error(f"unknown reduction '{reduction}'")
+    return _reduce(ctx, sc, ctx.inputs[0], ctx.inputs[2], reduction)
+
+
+@converter("ScatterElementsUpdate", "opset3", "opset12")
+def scatter_elements_update(ctx: LayerContext) -> ir.Value:
+    """opset12 adds `reduction` (none, sum, prod, min, max, mean) and `use_init_val`."""
+    sc = _Scatter(ctx, "ScatterElements", ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), _axis(ctx, 3))
+    reduction = ctx.attr_str("reduction", "none").lower()
+    if reduction not in ("none", "sum", "prod", "min", "max", "mean"):
+        raise ctx.error(f"unknown reduction '{reduction}'")
+    return _reduce(ctx, sc, ctx.inputs[0], ctx.inputs[2], reduction, ctx.attr_bool("use_init_val", True))
+
+
+@converter("SliceScatter", "opset15")
+def slice_scatter(ctx: LayerContext) -> ir.Value:
+    """The flat positions of the slice (Slice of an iota shaped like data) receive the updates (ScatterElements)."""
+    b = ctx.b
+    data, upd = ctx.inputs[0], ctx.inputs[1]
+    i64 = ir.DataType.INT64
+    starts, ends, steps = (b.reshape(b.cast(ctx.inputs[i], i64), [-1]) for i in (2, 3, 4))
+    if len(ctx.inputs) > 5:
+        axes = b.reshape(b.cast(ctx.inputs[5], i64), [-1])
+    else:
+        axes = b.op("Range", [b.i64(0), b.op("Size", [starts]), b.i64(1)])
+    positions = b.reshape(b.op("Range", [b.i64(0), b.op("Size", [data]), b.i64(1)]), b.shape_of(data))
+    targets = b.op("Slice", [positions, starts, ends, axes, steps])
+    flat = b.op("ScatterElements", [b.reshape(data, [-1]), b.reshape(targets, [-1]), b.reshape(upd, [-1])],
+                {"axis": 0})
+    return b.reshape(flat, b.shape_of(data))

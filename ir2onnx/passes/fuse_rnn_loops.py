@@ -1,0 +1,362 @@
+"""What a Scan or Loop iterates over, stated loop-independently, for the recurrent fusion.
+
+A `LoopView` says: the body reads a per-step value `x` that is step k of a sequence (`stack_x`, the outer sequence
+with time on axis 0, read forward or in reverse), carries `states`, stacks `outputs`, and, for Loop, keeps counters
+and TensorList-style buffers (a carried [n, ...] tensor whose row k is written at step k). For a Loop the number of
+iterations must be proven equal to the sequence length from its trip count and condition; otherwise NoMatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of, view_root
+
+
+@dataclass
+class State:
+    body_in: ir.Value
+    body_out: ir.Value
+    init: ir.Value  # the outer initial value
+    final: ir.Value  # the loop's output with the last value
+
+
+@dataclass
+class StepOutput:
+    body_out: ir.Value
+    outer: ir.Value  # the loop's stacked output
+    axis: int  # where the steps are stacked
+    reverse: bool  # stacked from the last step backwards
+
+
+@dataclass
+class Buffer:
+    """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k."""
+
+    state: State
+    row: ir.Value
+
+
+@dataclass
+class LoopView:
+    node: ir.Node
+    x: ir.Value  # the body value holding the current step of the sequence
+    stack_x: Callable[[Emitter], ir.Value]  # emits the sequence (outer, time on axis 0, in time order)
+    reverse: bool  # step k reads time T-1-k
+    states: list[State] = field(default_factory=list)
+    outputs: list[StepOutput] = field(default_factory=list)
+    buffers: list[Buffer] = field(default_factory=list)
+    counters: list[tuple[State, int]] = field(default_factory=list)  # (state, value at step 0), +1 per step
+    steps: int | None = None  # the number of steps when known
+
+
+def _body(node: ir.Node) -> ir.Graph:
+    g = attr(node, "body")
+    if not isinstance(g, ir.Graph):
+        raise NoMatch("no body graph")
+    return g
+
+
+# ---- Scan
+
+
+def analyse_scan(node: ir.Node) -> LoopView:
+    body = _body(node)
+    n_scan = int(attr(node, "num_scan_inputs", 0))  # type: ignore[arg-type]
+    n_state = len(node.inputs) - n_scan
+    if n_scan != 1:
+        raise NoMatch(f"Scan has {n_scan} scan inputs (one sequence is fused)")
+    seq = node.inputs[n_state]
+    if seq is None:
+        raise NoMatch("Scan has an empty scan input")
+    in_axes = attr(node, "scan_input_axes") or [0]
+    in_dirs = attr(node, "scan_input_directions") or [0]
+    seq_shape = shape_of(seq)
+    rank = len(seq_shape) if seq_shape is not None else None
+    axis = int(in_axes[0])  # type: ignore[index]
+    if axis < 0:
+        if rank is None:
+            raise NoMatch("scan input of unknown rank with a negative axis")
+        axis += rank
+    if axis and rank is None:
+        raise NoMatch("scan input of unknown rank")
+
+    def stack_x(em: Emitter) -> ir.Value:
+        return em.to0(seq, axis, rank or 1)
+
+    view = LoopView(node, body.inputs[n_state], stack_x, bool(in_dirs[0]))  # type: ignore[index]
+    for i in range(n_state):
+        view.states.append(State(body.inputs[i], body.outputs[i], node.inputs[i], node.outputs[i]))  # type: ignore[arg-type]
+    n_out = len(body.outputs) - n_state
+    out_axes = list(attr(node, "scan_output_axes") or [0] * n_out)  # type: ignore[call-overload]
+    out_dirs = list(attr(node, "scan_output_directions") or [0] * n_out)  # type: ignore[call-overload]
+    for j in range(n_out):
+        out = node.outputs[n_state + j]
+        a = int(out_axes[j])
+        if a < 0:
+            out_shape = shape_of(body.outputs[n_state + j])
+            if out_shape is None:
+                raise NoMatch("scan output of unknown rank with a negative axis")
+            a += len(out_shape) + 1
+        view.outputs.append(StepOutput(body.outputs[n_state + j], out, a, bool(out_dirs[j])))
+    if seq_shape is not None:
+        view.steps = seq_shape[axis]
+    return view
+
+
+# ---- Loop
+
+
+@dataclass(frozen=True)
+class Lin:
+    """An integer scalar as `k_coef * k + dim_coef * dim(dim_of) + const` (k: the iteration number)."""
+
+    k: int = 0
+    const: int = 0
+    dim: int = 0
+    dim_of: tuple[ir.Value, int] | None = None
+
+    def __add__(self, o: Lin) -> Lin:
+        if self.dim and o.dim and self.dim_of != o.dim_of:
+            raise NoMatch("index arithmetic over two different dimensions")
+        return Lin(self.k + o.k, self.const + o.const, self.dim + o.dim, self.dim_of or o.dim_of)
+
+    def scale(self, s: int) -> Lin:
+        return Lin(self.k * s, self.const * s, self.dim * s, self.dim_of)
+
+
+class _Index:
+    """Symbolic integer scalars in a Loop body: constants, the iteration number, counters, outer dims."""
+
+    def __init__(self, iteration: ir.Value, counters: dict[ir.Value, int], body: ir.Graph) -> None:
+        self.iteration = iteration
+        self.counters = counters
+        self.body = body
+
+    def lin(self, v: ir.Value | None) -> Lin:
+        if v is None:
+            raise NoMatch("missing index")
+        c = int_scalar(v)
+        if c is not None:
+            return Lin(const=c)
+        if v is self.iteration:
+            return Lin(k=1)
+        if v in self.counters:
+            return Lin(k=1, const=self.counters[v])
+        n = producer(v)
+        if n is None:
+            raise NoMatch(f"index {v.name} is not derived from the iteration")
+        op = n.op_type
+        if op in ("Identity", "Cast", "Reshape", "Squeeze", "Unsqueeze"):
+            if op == "Cast" and not ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+                raise NoMatch("index cast to a non-integer type")
+            if op == "Reshape" and (s := const_array(n.inputs[1])) is not None and np.prod(np.abs(s)) != 1:
+                raise NoMatch("index reshaped to more than one element")
+            return self.lin(n.inputs[0])
+        if op in ("Add", "Sub"):
+            a, b = self.lin(n.inputs[0]), self.lin(n.inputs[1])
+            return a + (b if op == "Add" else b.scale(-1))
+        if op == "Mul":
+            for x, y in ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])):
+                s = int_scalar(y)
+                if s is not None:
+                    return self.lin(x).scale(s)
+            raise NoMatch("index multiplied by a non-constant")
+        if op == "Shape" and v.graph is not self.body:
+            src = n.inputs[0]
+            start = int(attr(n, "start", 0))  # type: ignore[arg-type]
+            end = attr(n, "end")
+            src_shape = shape_of(src)
+            if src_shape is not None and end is not None and int(end) % len(src_shape) == (start + 1) % len(src_shape):  # type: ignore[call-overload]
+                axis = start % len(src_shape)
+                d = src_shape[axis]
+                return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
+        raise NoMatch(f"index computed by {op}")
+
+
+def _counter(state: State, body: ir.Graph) -> int | None:
+    """Start value of a carried integer that grows by one per step, else None."""
+    start = int_scalar(state.init)
+    add = producer(state.body_out, "Add")
+    if start is None or add is None:
+        return None
+    for a, b in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
+        if a is state.body_in and int_scalar(b) == 1:
+            return start
+    return None
+
+
+_INF = None
+
+
+def _bound(cond: ir.Value, body: ir.Graph, index: _Index, cond_in: ir.Value) -> Lin | None:
+    """Steps after which the condition turns false (None: it never does)."""
+    if cond is cond_in:
+        return _INF
+    c = const_array(cond)
+    if c is not None:
+        if c.size == 1 and bool(c.reshape(-1)[0]):
+            return _INF
+        raise NoMatch("the loop condition is constant false")
+    n = producer(cond)
+    if n is None:
+        raise NoMatch("the loop condition is not derived from a counter")
+    if n.op_type in ("Identity", "Reshape", "Squeeze", "Unsqueeze"):
+        return _bound(n.inputs[0], body, index, cond_in)  # type: ignore[arg-type]
+    if n.op_type == "And":
+        return _min(_bound(n.inputs[0], body, index, cond_in), _bound(n.inputs[1], body, index, cond_in))  # type: ignore[arg-type]
+    if n.op_type in ("Less", "Greater"):
+        lhs, rhs = (n.inputs[0], n.inputs[1]) if n.op_type == "Less" else (n.inputs[1], n.inputs[0])
+        left, limit = index.lin(lhs), index.lin(rhs)
+        if left.k != 1 or left.dim or limit.k:
+            raise NoMatch("the loop condition is not `counter < limit`")
+        # after step k the loop goes on while k + s < limit: it runs limit - s + 1 steps (at least one)
+        steps = limit + Lin(const=1 - left.const)
+        if not steps.dim and steps.const < 1:
+            raise NoMatch("the loop condition stops it before its first step ends")
+        return steps
+    raise NoMatch(f"the loop condition is computed by {n.op_type}")
+
+
+def _min(a: Lin | None, b: Lin | None) -> Lin | None:
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    if not a.dim and not b.dim:
+        return a if a.const <= b.const else b
+    raise NoMatch("cannot order the loop's two limits")
+
+
+def _sequence_read(x: ir.Value, index: _Index) -> tuple[ir.Value, int, bool, bool]:
+    """x = step k of an outer tensor: (tensor, axis, reverse, keeps the axis as size 1)."""
+    n = producer(x, "Gather", "Slice")
+    if n is None:
+        raise NoMatch("no per-step read of a sequence")
+    src = n.inputs[0]
+    src_shape = shape_of(src)
+    if src is None or src.graph is index.body or src_shape is None:
+        raise NoMatch("the sequence is not an outer tensor of known rank")
+    rank = len(src_shape)
+    if n.op_type == "Gather":
+        axis = int(attr(n, "axis", 0)) % rank  # type: ignore[arg-type]
+        idx = n.inputs[1]
+        at = index.lin(idx)
+        shape = shape_of(idx)
+        if shape is None:
+            raise NoMatch("per-step index of unknown rank")
+        keeps = len(shape) == 1
+        if len(shape) > 1:
+            raise NoMatch("per-step index of rank > 1")
+    else:
+        axes = const_array(n.inputs[3]) if len(n.inputs) > 3 else None
+        steps = const_array(n.inputs[4]) if len(n.inputs) > 4 and n.inputs[4] is not None else np.ones(1)
+        if axes is None or axes.size != 1 or steps is None or steps.size != 1 or int(steps[0]) != 1:
+            raise NoMatch("per-step slice is not one step on one axis")
+        axis = int(axes[0]) % rank
+        at = index.lin(n.inputs[1])
+        if index.lin(n.inputs[2]) != at + Lin(const=1):
+            raise NoMatch("per-step slice is not one element long")
+        keeps = True
+    size = src_shape[axis]
+    if at == Lin(k=1):
+        return src, axis, False, keeps
+    dim = Lin(const=size) if size is not None else Lin(dim=1, dim_of=(src, axis))
+    if at == dim + Lin(k=-1, const=-1):
+        return src, axis, True, keeps
+    raise NoMatch("the per-step read does not walk the sequence from one end")
+
+
+def analyse_loop(node: ir.Node) -> LoopView:
+    body = _body(node)
+    trip, cond0 = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
+    inits = list(node.inputs[2:])
+    if len(body.inputs) != 2 + len(inits):
+        raise NoMatch("Loop body inputs do not match its carried values")
+    iteration, cond_in = body.inputs[0], body.inputs[1]
+    states = [State(body.inputs[2 + i], body.outputs[1 + i], v, node.outputs[i])  # type: ignore[arg-type]
+              for i, v in enumerate(inits)]
+    if any(s.init is None for s in states):
+        raise NoMatch("a carried value has no initial value")
+    if cond0 is not None:
+        c = const_array(cond0)
+        if c is None or c.size != 1 or not bool(c.reshape(-1)[0]):
+            raise NoMatch("the initial condition is not constant true")
+    counters = {s.body_in: start for s in states if (start := _counter(s, body)) is not None}
+    index = _Index(iteration, counters, body)
+    bound = _bound(body.outputs[0], body, index, cond_in)
+    if trip is not None:
+        m = index.lin(trip)
+        if m.k:
+            raise NoMatch("trip count depends on the iteration")
+        bound = _min(bound, m)
+    # the per-step read: a Gather/Slice of an outer tensor at the iteration
+    reads = [n for n in body if n.op_type in ("Gather", "Slice") and n.inputs[0] is not None
+             and n.inputs[0].graph is not body]
+    candidates = []
+    for n in reads:
+        try:
+            candidates.append((n.outputs[0], _sequence_read(n.outputs[0], index)))
+        except NoMatch:
+            continue
+    if len(candidates) != 1:
+        raise NoMatch(f"{len(candidates)} per-step sequence reads (one is fused)")
+    x, (src, axis, reverse, keeps) = candidates[0]
+    src_shape = shape_of(src)
+    assert src_shape is not None
+    size = src_shape[axis]
+    length = Lin(const=size) if size is not None else Lin(dim=1, dim_of=(src, axis))
+    if bound is None or bound != length:
+        raise NoMatch("cannot prove the loop runs once per element of the sequence")
+    rank = len(src_shape)
+
+    def stack_x(em: Emitter) -> ir.Value:
+        s = em.to0(src, axis, rank)
+        return em.unsqueeze(s, [axis + 1]) if keeps else s
+
+    view = LoopView(node, x, stack_x, reverse, steps=size)
+    for s in states:
+        if s.body_in in counters:
+            view.counters.append((s, counters[s.body_in]))
+        elif (row := _buffer_row(s, index, size)) is not None:
+            view.buffers.append(Buffer(s, row))
+        else:
+            view.states.append(s)
+    n_carried = len(states)
+    for j, out in enumerate(body.outputs[1 + n_carried:]):
+        view.outputs.append(StepOutput(out, node.outputs[n_carried + j], 0, False))
+    return view
+
+
+def _buffer_row(s: State, index: _Index, steps: int | None) -> ir.Value | None:
+    """The row written at step k when `s` is a [steps, ...] buffer updated by ScatterND at row k, else None."""
+    sc = producer(s.body_out, "ScatterND")
+    if sc is None or attr(sc, "reduction", "none") != "none" or steps is None:
+        return None
+    data, idx, upd = sc.inputs
+    ex = producer(data, "Expand")
+    if ex is not None:
+        data = ex.inputs[0]  # broadcasting cannot change a static first dim; the rows written fix the others
+    if data is not s.body_in or shape_of(idx) != (1, 1):
+        return None
+    try:
+        if index.lin(idx) != Lin(k=1):
+            return None
+    except NoMatch:
+        return None
+    unsq = producer(upd, "Unsqueeze")
+    if unsq is None or const_array(unsq.inputs[1]) is None or list(const_array(unsq.inputs[1])) != [0]:  # type: ignore[arg-type]
+        return None
+    row = unsq.inputs[0]
+    init_shape, row_shape = shape_of(s.init), shape_of(row)
+    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1 \
+            or init_shape[0] != steps:
+        return None
+    return row
+
+
+__all__ = ["Buffer", "LoopView", "State", "StepOutput", "analyse_loop", "analyse_scan", "view_root"]

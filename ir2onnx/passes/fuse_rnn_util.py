@@ -1,0 +1,308 @@
+"""Helpers of the recurrent fusion: match failures, constant folding, reshape-only glue chains, node emission."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+
+class NoMatch(Exception):
+    """Why a loop stays literal (a readable reason, logged at debug level)."""
+
+
+def producer(v: ir.Value | None, *op_types: str) -> ir.Node | None:
+    """The node producing `v` when its type is one of `op_types` (standard domain), else None."""
+    if v is None:
+        return None
+    n = v.producer()
+    if n is None or n.domain not in ("", "ai.onnx") or (op_types and n.op_type not in op_types):
+        return None
+    return n
+
+
+def attr(node: ir.Node, name: str, default: object = None) -> object:
+    a = node.attributes.get(name)
+    return default if a is None else a.value
+
+
+# ---- constants
+
+
+def const_array(v: ir.Value | None) -> np.ndarray | None:
+    """The value of `v` when it is a constant: an initializer, a Constant node, or simple ops folded over those."""
+    if v is None:
+        return None
+    if v.const_value is not None:
+        return v.const_value.numpy()
+    n = v.producer()
+    if n is None or n.domain not in ("", "ai.onnx"):
+        return None
+    try:
+        return _fold(n, n.outputs.index(v))
+    except (ValueError, IndexError, TypeError):
+        return None
+
+
+def _fold(n: ir.Node, index: int) -> np.ndarray | None:
+    op = n.op_type
+    if op == "Constant":
+        t = attr(n, "value")
+        return None if t is None else t.numpy()  # type: ignore[attr-defined]
+    ins = [const_array(i) if i is not None else None for i in n.inputs]
+    if any(a is None for a, v in zip(ins, n.inputs) if v is not None):
+        return None
+    x = ins[0]
+    if op == "Identity":
+        return x
+    if op == "Transpose":
+        return np.transpose(x, attr(n, "perm"))  # type: ignore[arg-type]
+    if op == "Cast":
+        return x.astype(ir.DataType(attr(n, "to")).numpy())  # type: ignore[union-attr]
+    if op == "Unsqueeze":
+        out = x
+        axes = sorted(int(a) % (x.ndim + len(ins[1])) for a in ins[1])  # type: ignore[union-attr, arg-type]
+        for a in axes:
+            out = np.expand_dims(out, a)
+        return out
+    if op == "Squeeze":
+        return np.squeeze(x, tuple(int(a) for a in ins[1]))  # type: ignore[union-attr]
+    if op == "Reshape":
+        shape = [int(s) for s in ins[1]]  # type: ignore[union-attr]
+        if not attr(n, "allowzero", 0):
+            shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]  # type: ignore[union-attr]
+        return x.reshape(shape)  # type: ignore[union-attr]
+    if op == "Concat":
+        return np.concatenate(ins, axis=attr(n, "axis"))  # type: ignore[arg-type]
+    if op == "Split":
+        axis = int(attr(n, "axis", 0))  # type: ignore[arg-type]
+        if len(ins) > 1 and ins[1] is not None:
+            sizes = [int(s) for s in ins[1]]
+        else:
+            k = len(n.outputs)
+            if x.shape[axis] % k:  # type: ignore[union-attr]
+                return None
+            sizes = [x.shape[axis] // k] * k  # type: ignore[union-attr]
+        return np.split(x, np.cumsum(sizes)[:-1], axis=axis)[index]
+    if op in ("Add", "Sub", "Mul"):
+        return {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](ins[0], ins[1])
+    if op == "Neg":
+        return -x  # type: ignore[operator]
+    return None
+
+
+def int_scalar(v: ir.Value | None) -> int | None:
+    """A one-element integer constant as an int."""
+    c = const_array(v)
+    if c is None or c.size != 1 or c.dtype.kind not in "iu":
+        return None
+    return int(c.reshape(-1)[0])
+
+
+# ---- reshape-only glue
+
+
+_GLUE = ("Reshape", "Squeeze", "Unsqueeze", "Identity")
+
+
+def _is_glue(n: ir.Node) -> bool:
+    """Ops that only change the shape (the elements keep their row-major order), with constant parameters."""
+    if n.op_type == "Identity":
+        return True
+    if n.op_type in ("Squeeze", "Unsqueeze"):
+        return len(n.inputs) > 1 and const_array(n.inputs[1]) is not None
+    if n.op_type == "Reshape":
+        shape = const_array(n.inputs[1])
+        return shape is not None and not (attr(n, "allowzero", 0) and np.any(shape == 0))
+    return False
+
+
+def view_root(v: ir.Value) -> tuple[ir.Value, list[ir.Node]]:
+    """Walk back through glue: (the value v is a reshape of, the glue nodes from it to v in order)."""
+    chain: list[ir.Node] = []
+    while (n := producer(v, *_GLUE)) is not None and _is_glue(n):
+        chain.append(n)
+        v = n.inputs[0]  # type: ignore[assignment]
+    return v, chain[::-1]
+
+
+# ---- emission
+
+
+class Emitter:
+    """Creates nodes before `anchor` in its graph; constants become initializers of the main graph."""
+
+    def __init__(self, anchor: ir.Node, root: ir.Graph, names: set[str]) -> None:
+        self.anchor = anchor
+        self.graph = anchor.graph
+        self.root = root
+        self.names = names
+        self.prefix = anchor.name or "rnn"
+        self.nodes: list[ir.Node] = []
+
+    def _fresh(self, hint: str) -> str:
+        n = 0
+        name = f"{self.prefix}/fused/{hint}"
+        while name in self.names:
+            n += 1
+            name = f"{self.prefix}/fused/{hint}_{n}"
+        self.names.add(name)
+        return name
+
+    def const(self, array: np.ndarray, hint: str = "c") -> ir.Value:
+        array = np.ascontiguousarray(array)
+        v = ir.Value(name=self._fresh(hint), const_value=ir.Tensor(array), type=None)
+        v.const_value.name = v.name  # type: ignore[union-attr]
+        v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
+        v.shape = ir.Shape(array.shape)
+        self.root.register_initializer(v)
+        return v
+
+    def i64(self, values: Sequence[int]) -> ir.Value:
+        return self.const(np.asarray(values, np.int64), "axes")
+
+    def op(self, op_type: str, inputs: Sequence[ir.Value | None], attrs: dict[str, object] | None = None,
+           outputs: int = 1) -> list[ir.Value]:
+        name = self._fresh(op_type)
+        outs = [ir.Value(name=f"{name}_{i}" if outputs > 1 else f"{name}_out") for i in range(outputs)]
+        for o in outs:
+            self.names.add(o.name)  # type: ignore[arg-type]
+        node = ir.Node("", op_type, list(inputs), ir.convenience.convert_attributes(attrs or {}), outputs=outs,
+                       name=name)
+        self.nodes.append(node)
+        return outs
+
+    def op1(self, op_type: str, inputs: Sequence[ir.Value | None], attrs: dict[str, object] | None = None) -> ir.Value:
+        return self.op(op_type, inputs, attrs)[0]
+
+    def squeeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        return self.op1("Squeeze", [x, self.i64(axes)])
+
+    def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+        return self.op1("Unsqueeze", [x, self.i64(axes)])
+
+    def reverse0(self, x: ir.Value) -> ir.Value:
+        """x reversed along axis 0."""
+        return self.op1("Slice", [x, self.i64([-1]), self.i64([-(2**63)]), self.i64([0]), self.i64([-1])])
+
+    def move0(self, x: ir.Value, axis: int, rank: int) -> ir.Value:
+        """Move axis 0 of a rank-`rank` tensor to `axis`."""
+        if axis == 0:
+            return x
+        perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+        return self.op1("Transpose", [x], {"perm": perm})
+
+    def to0(self, x: ir.Value, axis: int, rank: int) -> ir.Value:
+        """Move `axis` of a rank-`rank` tensor to position 0."""
+        if axis == 0:
+            return x
+        perm = [axis] + [i for i in range(rank) if i != axis]
+        return self.op1("Transpose", [x], {"perm": perm})
+
+    def replay(self, chain: Sequence[ir.Node], x: ir.Value, lifted: bool) -> ir.Value:
+        """Apply the glue `chain` to x; `lifted`: x has an extra leading (time) axis that the glue keeps."""
+        for n in chain:
+            if n.op_type == "Identity":
+                continue
+            if n.op_type == "Reshape":
+                shape = [int(s) for s in const_array(n.inputs[1])]  # type: ignore[union-attr]
+                x = self.op1("Reshape", [x, self.i64([0, *shape] if lifted else shape)])
+                continue
+            axes = [int(a) for a in const_array(n.inputs[1])]  # type: ignore[union-attr]
+            if lifted:  # negative axes count from the end and stay valid
+                axes = [a + 1 if a >= 0 else a for a in axes]
+            x = self.op1(n.op_type, [x, self.i64(axes)])
+        return x
+
+    def commit(self) -> None:
+        if self.nodes:
+            self.graph.insert_before(self.anchor, self.nodes)  # type: ignore[union-attr]
+        self.nodes = []
+
+
+# ---- static shapes (ONNX inference cannot see through constants captured from the outer graph)
+
+Dims = tuple[int | None, ...]
+
+
+def shape_of(v: ir.Value | None) -> Dims | None:
+    """v's shape (unknown dims None) derived from its producers, else what the model declares, else None."""
+    if v is None:
+        return None
+    n = v.producer()
+    derived = _derive(n, v) if n is not None and n.domain in ("", "ai.onnx") else None
+    if derived is not None:
+        return derived
+    if v.shape is None:
+        return None
+    return tuple(d if isinstance(d, int) else None for d in v.shape)
+
+
+def _broadcast(a: Dims, b: Dims) -> Dims:
+    r = max(len(a), len(b))
+    a, b = (None,) * (r - len(a)) + a, (None,) * (r - len(b)) + b
+    out: list[int | None] = []
+    for x, y in zip(a, b):
+        out.append(y if x == 1 else x if y == 1 or x == y else None)
+    return tuple(out)
+
+
+def _derive(n: ir.Node, v: ir.Value) -> Dims | None:
+    op = n.op_type
+    if op in ("Identity", "Cast", "Sigmoid", "Tanh", "Relu", "Neg"):
+        return shape_of(n.inputs[0])
+    if op in ("Add", "Sub", "Mul", "Div"):
+        a, b = shape_of(n.inputs[0]), shape_of(n.inputs[1])
+        return None if a is None or b is None else _broadcast(a, b)
+    x = shape_of(n.inputs[0])
+    if x is None:
+        return None
+    if op == "MatMul":
+        w = shape_of(n.inputs[1])
+        if w is None or len(x) < 2 or len(w) != 2:
+            return None
+        return x[:-1] + (w[1],)
+    if op == "Gather":
+        idx = shape_of(n.inputs[1])
+        axis = int(attr(n, "axis", 0)) % len(x)  # type: ignore[arg-type]
+        return None if idx is None else x[:axis] + idx + x[axis + 1:]
+    if op == "Slice":
+        axes = const_array(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else None
+        if axes is None:
+            return (None,) * len(x)
+        cut = {int(a) % len(x) for a in axes}
+        return tuple(None if i in cut else d for i, d in enumerate(x))
+    if op == "Split":
+        axis = int(attr(n, "axis", 0)) % len(x)  # type: ignore[arg-type]
+        sizes = const_array(n.inputs[1]) if len(n.inputs) > 1 and n.inputs[1] is not None else None
+        i = n.outputs.index(v)
+        d = int(sizes[i]) if sizes is not None else (x[axis] // len(n.outputs) if x[axis] is not None else None)
+        return x[:axis] + (d,) + x[axis + 1:]
+    if op in ("Unsqueeze", "Squeeze"):
+        axes = const_array(n.inputs[1]) if len(n.inputs) > 1 else None
+        if axes is None:
+            return None
+        if op == "Squeeze":
+            drop = {int(a) % len(x) for a in axes}
+            return tuple(d for i, d in enumerate(x) if i not in drop)
+        r = len(x) + axes.size
+        ins = {int(a) % r for a in axes}
+        it = iter(x)
+        return tuple(1 if i in ins else next(it) for i in range(r))
+    if op == "Reshape":
+        s = const_array(n.inputs[1])
+        if s is None:
+            return None
+        zero_copies = not attr(n, "allowzero", 0)
+        dims: list[int | None] = [x[i] if (zero_copies and int(d) == 0 and i < len(x)) else int(d) for i, d in enumerate(s)]
+        if -1 in dims:
+            known = [d for d in dims if d != -1]
+            total = None if any(d is None for d in x) else int(np.prod(x))
+            dims[dims.index(-1)] = (total // int(np.prod(known))) if total is not None and None not in known \
+                and int(np.prod(known)) else None
+        return tuple(dims)
+    if op == "Transpose":
+        perm = attr(n, "perm") or list(range(len(x)))[::-1]
+        return tuple(x[int(p)] for p in perm)  # type: ignore[union-attr]
+    return None

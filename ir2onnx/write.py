@@ -1,0 +1,173 @@
+"""Writing a converted model to disk: where its weights go (the weight modes) and atomic files.
+
+ONNX external data is raw little-endian tensor bytes at an offset of a file named relative to the model. An IR's
+.bin holds its Const values exactly that way, so a weight the conversion left unchanged (a contiguous view of the
+mapped .bin) can be referenced where it lies instead of copied:
+
+* ``reference``: unchanged weights point into the IR's .bin; weights the conversion computed (unpacked sub-byte
+  types, upcast 8-bit floats, reordered gates, ...) go to ``OUT.onnx.data``. The ONNX file then needs the .bin at
+  the same relative location, which ONNX only allows in the model's directory or below it (no ``..``).
+* ``copy``: every weight goes to ``OUT.onnx.data`` (kernel-side copies from the .bin where the platform has them).
+* ``inline``: every weight inside the .onnx file (protobuf's 2 GiB limit; the whole file is built in memory).
+
+Tensors of at most ``INLINE_BYTES`` stay inside the .onnx in every mode. Nothing is left behind on failure: the
+files are written under temporary names in the output's directory and renamed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.errors import ConversionError
+from ir2onnx.ir.weights import Weights
+
+WEIGHT_MODES = ("reference", "copy", "inline")
+INLINE_BYTES = 1024
+_PROTOBUF_LIMIT = (1 << 31) - 1
+
+# progress(bytes written, bytes to write)
+Progress = Callable[[int, int], None]
+
+
+def bin_location(bin_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str | None:
+    """The .bin's location relative to the output's directory, as ONNX external data names it, or None where ONNX
+    tools would refuse it: outside that directory (symlinks resolved: onnx's checker and loader and onnxruntime
+    refuse locations that leave the model's directory) or with several hard links (onnx's loader refuses those)."""
+    return None if _reference_refusal(bin_path, out_dir) else Path(
+        os.path.relpath(os.path.abspath(bin_path), os.path.abspath(out_dir))).as_posix()
+
+
+def _reference_refusal(bin_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str | None:
+    rel = os.path.relpath(os.path.abspath(bin_path), os.path.abspath(out_dir))
+    real = os.path.relpath(os.path.realpath(bin_path), os.path.realpath(out_dir))
+    if any(p == os.pardir or os.path.isabs(p) or p.startswith(os.pardir + os.sep) for p in (rel, real)):
+        return (f"an ONNX file can reference {bin_path} only when it is written into {Path(bin_path).parent} or one "
+                "of its parent directories (ONNX external data locations are relative to the model and may not leave "
+                "its directory)")
+    try:
+        links = os.stat(bin_path).st_nlink
+    except OSError:
+        links = 1
+    if links > 1:
+        return (f"{bin_path} has {links} hard links, and onnx's loader and checker refuse external data files with "
+                "more than one")
+    return None
+
+
+def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) -> str:
+    """The mode to write with: `mode` itself (checked), or by default `reference` where ONNX tools accept a
+    reference to the .bin from the output's location, else `copy`."""
+    if mode is None:
+        return "reference" if weights is not None and bin_location(weights.path, out.parent) is not None else "copy"
+    if mode not in WEIGHT_MODES:
+        raise ConversionError(f"unknown weight mode '{mode}' ({', '.join(WEIGHT_MODES)})")
+    if mode == "reference" and weights is not None:
+        refusal = _reference_refusal(weights.path, out.parent)
+        if refusal:
+            raise ConversionError(f"weights 'reference': {refusal}; or use weights 'copy'")
+    return mode
+
+
+def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str | None = None,
+                progress: Progress | None = None) -> Path:
+    """Write `model` to `out` (and `out`.data when needed) atomically. Returns `out`.
+
+    A stale `out`.data from an earlier conversion is removed when the new model does not use that file.
+    """
+    mode = resolve_weight_mode(mode, out, weights)
+    out_dir = out.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_path = out_dir / (out.name + ".data")
+    location = bin_location(weights.path, out_dir) if mode == "reference" and weights is not None else None
+    values = [v for g in model.graphs() for v in g.initializers.values() if v.const_value is not None]
+    original = [v.const_value for v in values]
+
+    referenced: list[tuple[ir.Value, int]] = []
+    to_data: list[ir.Value] = []
+    if mode == "inline":
+        total = sum(t.nbytes for t in original)  # type: ignore[union-attr]
+        if total > _PROTOBUF_LIMIT:
+            raise ConversionError(f"weights 'inline': {total / 2**30:.2f} GiB of weights exceed protobuf's 2 GiB "
+                                  "limit of one ONNX file; use weights 'reference' or 'copy'")
+    else:
+        for v, t in zip(values, original):
+            if t.nbytes <= INLINE_BYTES:  # type: ignore[union-attr]
+                continue
+            offset = _bin_offset(t, weights) if location is not None else None
+            if location is not None and offset is not None:
+                referenced.append((v, offset))
+            else:
+                to_data.append(v)
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out_dir)
+    os.close(fd)
+    tmp_data = Path(tmp + ".data")
+    try:
+        if to_data:
+            offsets = _write_data_file([v.const_value for v in to_data], tmp_data, progress)  # type: ignore[misc]
+            for v, off in zip(to_data, offsets):
+                v.const_value = _external(v.const_value, data_path.name, off, out_dir)  # type: ignore[arg-type]
+        for v, off in referenced:
+            v.const_value = _external(v.const_value, location, off, out_dir)  # type: ignore[arg-type]
+        with open(tmp, "wb") as f:
+            f.write(ir.to_proto(model).SerializeToString())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the files the usual permissions
+        if to_data:
+            os.chmod(tmp_data, 0o666 & ~_umask())
+            os.replace(tmp_data, data_path)
+        os.replace(tmp, out)
+    except BaseException:
+        for p in (Path(tmp), tmp_data):
+            p.unlink(missing_ok=True)
+        raise
+    finally:
+        for v, t in zip(values, original):
+            v.const_value = t
+    if not to_data and data_path.is_file():
+        data_path.unlink()
+    return out
+
+
+def _bin_offset(tensor: object, weights: Weights | None) -> int | None:
+    """Where `tensor`'s bytes lie in the .bin when it wraps an unchanged view of it (else None)."""
+    if weights is None or not isinstance(tensor, ir.Tensor):
+        return None
+    raw = tensor.raw
+    if not isinstance(raw, np.ndarray) or raw.nbytes != tensor.nbytes:
+        return None
+    return weights.offset_of(raw)
+
+
+def _external(tensor: ir.TensorProtocol, location: str, offset: int, base_dir: Path) -> ir.ExternalTensor:
+    return ir.ExternalTensor(location, offset, tensor.nbytes, tensor.dtype, shape=ir.Shape(tensor.shape),
+                             name=tensor.name or "", base_dir=str(base_dir))
+
+
+def _write_data_file(tensors: list[ir.TensorProtocol], path: Path, progress: Progress | None) -> list[int]:
+    """Write the tensors one after the other into `path`; returns their offsets. Views of the mapped .bin are
+    written straight from the mapping (page cache to file, no private copy)."""
+    total = sum(t.nbytes for t in tensors)
+    done = 0
+
+    def report(tensor: ir.TensorProtocol, info: object) -> None:  # called before each tensor is written
+        nonlocal done
+        if progress is not None:
+            progress(done, total)
+        done += tensor.nbytes
+
+    written = ir.external_data.convert_tensors_to_external(tensors, str(path.parent), path.name, callback=report)
+    if progress is not None:
+        progress(total, total)
+    return [int(e.offset or 0) for e in written]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

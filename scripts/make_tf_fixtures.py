@@ -1,0 +1,174 @@
+"""Build IR fixtures with OpenVINO's TensorFlow frontend: small Keras recurrent layers and TF control flow.
+
+Each case is converted with `openvino.convert_model` and saved with f32 weights to
+tests/fixtures/tf_<name>/model.{xml,bin}, beside inputs.npz (keyed by the IR's input names). The tests only read
+these files: they need neither TensorFlow nor this script.
+
+Needs tensorflow (with Keras 3) and openvino: `python scripts/make_tf_fixtures.py [NAME ...]`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import keras
+import numpy as np
+import openvino as ov
+import tensorflow as tf
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+B, T, I, H = 2, 6, 4, 8
+
+
+def _keras(layer_fn: Callable[[], keras.layers.Layer], shape: tuple[int, ...] = (T, I)) -> keras.Model:
+    inp = keras.Input(shape, batch_size=B, name="x")
+    out = layer_fn()(inp)
+    return keras.Model(inp, out)
+
+
+def _function(fn: Callable[..., object], *specs: tf.TensorSpec) -> ov.Model:
+    """A tf.function saved as a SavedModel (so the frontend sees the TF2 control-flow ops), then converted."""
+
+    class Module(tf.Module):
+        pass
+
+    mod = Module()
+    mod.f = tf.function(fn, input_signature=list(specs))
+    with tempfile.TemporaryDirectory() as d:
+        tf.saved_model.save(mod, d, signatures=mod.f.get_concrete_function())
+        return ov.convert_model(d)
+
+
+def while_loop(x: tf.Tensor) -> tf.Tensor:
+    """Doubles x (plus a step) until its sum passes a limit: the number of steps depends on the data."""
+    def cond(i, v):
+        return tf.reduce_sum(tf.abs(v)) < 50.0
+
+    def body(i, v):
+        return i + 1, v * 2.0 + tf.cast(i, tf.float32) * 0.1
+
+    i, v = tf.while_loop(cond, body, (tf.constant(0), x), maximum_iterations=20)
+    return v, tf.reshape(i, [1])
+
+
+def scan(x: tf.Tensor) -> tf.Tensor:
+    """Running state over the time-major rows of x: s_t = tanh(s_{t-1} * 0.5 + x_t)."""
+    return tf.scan(lambda s, xt: tf.tanh(s * 0.5 + xt), x, initializer=tf.zeros_like(x[0]))
+
+
+def map_fn(x: tf.Tensor) -> tf.Tensor:
+    """Per-row function of x with a row-dependent reduction."""
+    return tf.map_fn(lambda r: tf.reduce_max(r) * r + tf.reduce_sum(r), x)
+
+
+def for_loop(x: tf.Tensor) -> tf.Tensor:
+    """Autograph `for` over the rows of a tensor (x[i]: StridedSlice with run-time begin/end and shrink_axis_mask),
+    writing a TensorArray and keeping a running sum."""
+    n = tf.shape(x)[0]
+    ta = tf.TensorArray(tf.float32, size=n)
+    acc = tf.zeros_like(x[0])
+    for i in tf.range(n):
+        acc = acc * 0.5 + tf.sin(x[i])
+        ta = ta.write(i, acc * tf.cast(i + 1, tf.float32))
+    return ta.stack(), acc
+
+
+def for_loop_columns(x: tf.Tensor) -> tf.Tensor:
+    """Autograph `for` reading column i (begin/end masks with a run-time index) and the rows from i on."""
+    n = tf.shape(x)[1]
+    ta = tf.TensorArray(tf.float32, size=n)
+    for i in tf.range(n):
+        ta = ta.write(i, x[:, i] * tf.reduce_sum(x[i:, :]))
+    return ta.stack()
+
+
+def split_dynamic(x: tf.Tensor) -> tf.Tensor:
+    """tf.split with sizes computed from the run-time shape (VariadicSplit with run-time lengths, one of them -1)."""
+    a, b, c = tf.split(x, [tf.shape(x)[1] // 3, -1, 1], axis=1)
+    return a * 2.0, tf.reduce_sum(b, axis=1), c - 1.0
+
+
+Built = tuple[ov.Model, list[np.ndarray], list[np.ndarray]]  # the IR, its inputs, TensorFlow's outputs
+CASES: dict[str, Callable[[], Built]] = {}
+
+
+def _flat(out: object) -> list[np.ndarray]:
+    return [np.asarray(t) for t in tf.nest.flatten(out)]
+
+
+def _rnn(layer_fn: Callable[[], keras.layers.Layer]) -> Callable[[], Built]:
+    def build() -> Built:
+        model = _keras(layer_fn)
+        x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+        return ov.convert_model(model), [x], _flat(model(x))
+    return build
+
+
+CASES.update({
+    "lstm_seq": _rnn(lambda: keras.layers.LSTM(H, return_sequences=True)),
+    "lstm_last": _rnn(lambda: keras.layers.LSTM(H)),
+    "lstm_backwards": _rnn(lambda: keras.layers.LSTM(H, return_sequences=True, go_backwards=True)),
+    "gru_reset_after": _rnn(lambda: keras.layers.GRU(H, return_sequences=True, reset_after=True)),
+    "gru_reset_before": _rnn(lambda: keras.layers.GRU(H, reset_after=False)),
+    "simple_rnn": _rnn(lambda: keras.layers.SimpleRNN(H, return_sequences=True)),
+    "bidirectional_lstm": _rnn(lambda: keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))),
+    "bidirectional_gru_last": _rnn(lambda: keras.layers.Bidirectional(keras.layers.GRU(H))),
+})
+
+
+def _tf_case(fn: Callable[..., object], shape: tuple[int, ...], dynamic: bool = False) -> Callable[[], Built]:
+    def build() -> Built:
+        spec = tf.TensorSpec([None] * len(shape) if dynamic else shape, tf.float32, name="x")
+        x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        return _function(fn, spec), [x], _flat(fn(tf.constant(x)))
+    return build
+
+
+CASES.update({
+    "while_loop": _tf_case(while_loop, (3, 4)),
+    "scan": _tf_case(scan, (T, 3)),
+    "map_fn": _tf_case(map_fn, (5, 4)),
+    "for_loop": _tf_case(for_loop, (T, 3)),
+    "for_loop_columns": _tf_case(for_loop_columns, (4, 5)),
+    "split_dynamic": _tf_case(split_dynamic, (2, 7), dynamic=True),
+})
+
+
+def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
+    core = ov.Core()
+    try:
+        compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return list(compiled.create_infer_request().infer(inputs).values())
+    except RuntimeError as e:
+        return str(e).strip().splitlines()[-1]
+
+
+def main(names: list[str]) -> None:
+    for name in names or list(CASES):
+        keras.utils.set_random_seed(0)
+        model, inputs, expected = CASES[name]()
+        out = ROOT / f"tf_{name}"
+        out.mkdir(parents=True, exist_ok=True)
+        ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
+        keys = [p.get_any_name() for p in model.inputs]
+        np.savez(out / "inputs.npz", **dict(zip(keys, inputs)))
+        np.savez(out / "expected.npz", *expected)  # arr_0, arr_1, ... in the IR's output order
+        size = sum(f.stat().st_size for f in out.iterdir())
+        ref = _openvino(out / "model.xml", inputs)
+        if isinstance(ref, str):
+            agree = f"OpenVINO fails: {ref}"
+        else:
+            agree = "OpenVINO agrees with TensorFlow" if all(
+                r.shape == e.shape and np.allclose(r, e, rtol=1e-4, atol=1e-5) for r, e in zip(ref, expected)
+            ) and len(ref) == len(expected) else "OpenVINO DIFFERS from TensorFlow"
+        print(f"tf_{name}: {size} bytes; {agree}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,118 @@
+"""Build IR fixtures with OpenVINO's PyTorch frontend: recurrent layers and scripted loops.
+
+Each case is converted with `openvino.convert_model` and saved with f32 weights to
+tests/fixtures/torch_<name>/model.{xml,bin}, beside inputs.npz (keyed by the IR's input names) and expected.npz
+(PyTorch's outputs in the IR's output order). The tests only read these files.
+
+Needs torch and openvino: `python scripts/make_torch_fixtures.py [NAME ...]`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+B, T, I, H = 2, 5, 4, 8
+
+
+class Recurrent(nn.Module):
+    """A recurrent layer returning its sequence output and final state(s)."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y, state = self.layer(x)
+        return (y, *state) if isinstance(state, tuple) else (y, state)
+
+
+class WhileLoop(nn.Module):
+    """A scripted data-dependent loop: doubles x until its norm passes a limit, counting the steps."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        steps = torch.zeros(1, dtype=torch.int64)
+        while bool(x.abs().sum() < 40.0):
+            x = x * 2.0 + 0.25
+            steps = steps + 1
+        return x, steps
+
+
+class ForLoop(nn.Module):
+    """A scripted loop over the time steps of x, reading x[:, t] and accumulating a state and per-step outputs."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.zeros_like(x[:, 0])
+        ys = []
+        for t in range(x.shape[1]):
+            h = torch.tanh(h * 0.5 + x[:, t])
+            ys.append(h * (t + 1))
+        return torch.stack(ys, 1), h
+
+
+def _rnn(make: Callable[[], nn.Module], shape: tuple[int, ...] = (B, T, I)) -> Callable[[], tuple[nn.Module, tuple]]:
+    def build() -> tuple[nn.Module, tuple]:
+        return Recurrent(make()).eval(), (torch.randn(*shape),)
+    return build
+
+
+def _scripted(module: nn.Module, shape: tuple[int, ...]) -> Callable[[], tuple[nn.Module, tuple]]:
+    def build() -> tuple[nn.Module, tuple]:
+        return torch.jit.script(module.eval()), (torch.randn(*shape),)
+    return build
+
+
+CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
+    "lstm": _rnn(lambda: nn.LSTM(I, H, batch_first=True)),
+    "lstm_bidirectional_2layers": _rnn(lambda: nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True)),
+    "gru_time_major": _rnn(lambda: nn.GRU(I, H), (T, B, I)),
+    "gru_bidirectional": _rnn(lambda: nn.GRU(I, H, bidirectional=True, batch_first=True)),
+    "rnn_relu_2layers": _rnn(lambda: nn.RNN(I, H, num_layers=2, nonlinearity="relu", batch_first=True)),
+    "while_loop": _scripted(WhileLoop(), (2, 3)),
+    "for_loop": _scripted(ForLoop(), (B, T, 3)),
+}
+
+
+def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
+    core = ov.Core()
+    try:
+        compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return list(compiled.create_infer_request().infer(inputs).values())
+    except RuntimeError as e:
+        return str(e).strip().splitlines()[-1]
+
+
+def main(names: list[str]) -> None:
+    for name in names or list(CASES):
+        torch.manual_seed(0)
+        module, example = CASES[name]()
+        with torch.no_grad():
+            expected = [t.numpy() for t in module(*example)]
+        model = ov.convert_model(module, example_input=example)
+        out = ROOT / f"torch_{name}"
+        out.mkdir(parents=True, exist_ok=True)
+        ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
+        inputs = [t.numpy() for t in example]
+        np.savez(out / "inputs.npz", **dict(zip([p.get_any_name() for p in model.inputs], inputs)))
+        np.savez(out / "expected.npz", *expected)
+        ref = _openvino(out / "model.xml", inputs)
+        if isinstance(ref, str):
+            agree = f"OpenVINO fails: {ref}"
+        else:
+            agree = "OpenVINO agrees with PyTorch" if len(ref) == len(expected) and all(
+                r.shape == e.shape and np.allclose(r, e, rtol=1e-4, atol=1e-5) for r, e in zip(ref, expected)
+            ) else "OpenVINO DIFFERS from PyTorch"
+        types = sorted({op.get_type_name() for op in model.get_ordered_ops()} - {"Parameter", "Result", "Constant"})
+        size = sum(f.stat().st_size for f in out.iterdir())
+        print(f"torch_{name}: {size} bytes; {agree}; {', '.join(types)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

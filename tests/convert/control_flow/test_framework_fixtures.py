@@ -1,0 +1,95 @@
+"""IRs written by OpenVINO's TensorFlow and PyTorch frontends (tests/fixtures/tf_*, torch_*; made by
+scripts/make_tf_fixtures.py and scripts/make_torch_fixtures.py): Keras recurrent layers, tf.while_loop, tf.scan,
+tf.map_fn, autograph loops, torch recurrent layers and scripted loops.
+
+Each is converted, run in onnxruntime and compared with OpenVINO on the IR (names, shapes, values) and with the
+framework's own outputs stored beside it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import etree
+
+from ir2onnx.check.openvino_ref import run_openvino
+from tests.utils import assert_equivalent, assert_outputs, convert_checked
+
+ROOT = Path(__file__).resolve().parent.parent.parent / "fixtures"
+FIXTURES = sorted(p.name for p in ROOT.iterdir() if p.name.startswith(("tf_", "torch_")))
+
+# OpenVINO's CPU plugin cannot run these; the framework's outputs are the reference.
+OPENVINO_FAILS = {
+    # x[i] with a run-time i: a StridedSlice whose every entry shrinks has no CPU executor
+    "tf_for_loop": "doesn't have compiled executor",
+}
+
+
+def _load(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+    d = ROOT / name
+    xml = d / "model.xml"
+    proto_inputs = np.load(d / "inputs.npz")
+    expected = np.load(d / "expected.npz")
+    names = [p for p in proto_inputs.files]
+    return xml, [proto_inputs[n] for n in names], [expected[f"arr_{i}"] for i in range(len(expected.files))]
+
+
+def _types(xml: Path) -> Counter[str]:
+    return Counter(layer.get("type") for layer in etree.parse(str(xml)).iter("layer"))
+
+
+def _data(xml: Path, op_type: str, runtime_input: int | None = None) -> list[dict[str, str]]:
+    """The attributes of every `op_type` layer (only those whose input `runtime_input` is not a Const, if given)."""
+    found = []
+    for layers in etree.parse(str(xml)).iter("layers"):
+        by_id = {layer.get("id"): layer for layer in layers}
+        edges = layers.getparent().find("edges")
+        for layer in layers:
+            if layer.get("type") != op_type:
+                continue
+            if runtime_input is not None:
+                port = layer.find("input")[runtime_input].get("id")
+                src = next(e.get("from-layer") for e in edges if e.get("to-layer") == layer.get("id")
+                           and e.get("to-port") == port)
+                if by_id[src].get("type") == "Const":
+                    continue
+            data = layer.find("data")
+            found.append(dict(data.attrib) if data is not None else {})
+    return found
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixture(name: str) -> None:
+    xml, inputs, expected = _load(name)
+    proto = convert_checked(xml)
+    assert [i.name for i in proto.graph.input] == list(np.load(ROOT / name / "inputs.npz").files)
+    if name in OPENVINO_FAILS:
+        with pytest.raises(RuntimeError, match=OPENVINO_FAILS[name]):
+            run_openvino(str(xml), inputs)
+    else:
+        assert_equivalent(xml, inputs, proto=proto)
+    assert_outputs(xml, inputs, expected, proto=proto, rtol=1e-4, atol=1e-5)
+
+
+def test_fixtures_hold_the_forms_they_pin() -> None:
+    """Regenerated fixtures must keep the forms these tests are for."""
+    assert len([n for n in FIXTURES if n.startswith("tf_")]) >= 14
+    assert len([n for n in FIXTURES if n.startswith("torch_")]) >= 7
+    for name in ("tf_lstm_seq", "tf_gru_reset_after", "tf_while_loop", "tf_scan", "tf_map_fn", "tf_for_loop",
+                 "torch_while_loop", "torch_for_loop"):
+        assert _types(ROOT / name / "model.xml")["Loop"] >= 1, name
+    for name in ("tf_lstm_backwards", "tf_bidirectional_lstm", "tf_bidirectional_gru_last"):
+        assert _types(ROOT / name / "model.xml")["ReverseSequence"] >= 1, name
+    assert any(d["batch_axis"] == "0" and d["seq_axis"] == "2"
+               for d in _data(ROOT / "tf_lstm_backwards" / "model.xml", "ReverseSequence"))
+    masked = _data(ROOT / "tf_for_loop_columns" / "model.xml", "StridedSlice", runtime_input=1)
+    assert any("1" in d["begin_mask"] and "1" in d["shrink_axis_mask"] for d in masked)
+    assert any(d["shrink_axis_mask"] == "1"
+               for d in _data(ROOT / "tf_for_loop" / "model.xml", "StridedSlice", runtime_input=1))
+    assert len(_data(ROOT / "tf_split_dynamic" / "model.xml", "VariadicSplit", runtime_input=2)) == 1
+    for name, op in (("torch_lstm", "LSTMSequence"), ("torch_gru_bidirectional", "GRUSequence"),
+                     ("torch_rnn_relu_2layers", "RNNSequence")):
+        assert _types(ROOT / name / "model.xml")[op] >= 1, name

@@ -1,0 +1,43 @@
+"""Whole networks as users convert them (tests/fixtures/net_*, made by scripts/make_network_fixtures.py from PyTorch
+models through OpenVINO's PyTorch and ONNX frontends): a ShuffleNet with ShuffleChannels, CRNN text recognisers
+with HSigmoid/HardSigmoid, HSwish, AdaptiveAvgPool and a bidirectional LSTMSequence, a transformer recogniser with
+ScaledDotProductAttention; f32 and f16-compressed weights.
+
+Each converts, passes the ONNX checker, and matches OpenVINO on the IR (names, shapes, values) and PyTorch's own
+outputs stored beside it (f16-compressed weights: OpenVINO only, since the weights changed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.utils import assert_equivalent, assert_outputs, count_ops
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures"
+NETWORKS = sorted(p.name for p in ROOT.iterdir() if p.name.startswith("net_"))
+RTOL, ATOL = 1e-4, 1e-5  # tens of layers of f32 arithmetic in two runtimes
+
+
+def _load(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
+    d = ROOT / name
+    inputs, expected = np.load(d / "inputs.npz"), np.load(d / "expected.npz")
+    return d / "model.xml", [inputs[n] for n in inputs.files], [expected[f"arr_{i}"] for i in range(len(expected.files))]
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_network_matches_openvino(name: str) -> None:
+    xml, inputs, expected = _load(name)
+    proto = assert_equivalent(xml, inputs, rtol=RTOL, atol=ATOL)
+    if not name.endswith("_f16"):
+        assert_outputs(xml, inputs, expected, rtol=1e-3, atol=1e-4, proto=proto)  # PyTorch computed differently
+
+
+def test_recognisers_keep_their_recurrence_fused() -> None:
+    xml, _, _ = _load("net_crnn_ocr")
+    from tests.utils import convert_checked
+
+    proto = convert_checked(xml)
+    assert count_ops(proto, "LSTM") == 1 and count_ops(proto, "Loop") + count_ops(proto, "Scan") == 0

@@ -1,0 +1,166 @@
+"""OpenVINO models with a recurrent cell in a TensorIterator or Loop body: cell ops, and cells spelled out with
+MatMul/Split/activations as TensorFlow and PyTorch exports write them (built with the Python API)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ops1
+import openvino.opset13 as ops
+
+GATES = {"lstm1": 4, "lstm4": 4, "gru": 3, "rnn": 1}
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 0.5) -> np.ndarray:
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def _cell_op(kind: str, rng: np.random.Generator, inputs: int, hidden: int, clip: float,
+             activations: Sequence[str] | None, lbr: bool) -> Callable[[Any, Any, Any], list[Any]]:
+    """A function (x [B, I], h, c) -> [h', c'] using the IR cell op."""
+    g = GATES[kind]
+    w, r = ops.constant(_f32(rng, g * hidden, inputs)), ops.constant(_f32(rng, g * hidden, hidden))
+    kw: dict[str, Any] = {"clip": clip}
+    if activations is not None:
+        kw["activations"] = list(activations)
+    if kind in ("lstm1", "lstm4"):
+        b = ops.constant(_f32(rng, 4 * hidden))
+        fn = ops1.lstm_cell if kind == "lstm1" else ops.lstm_cell
+        return lambda x, h, c: list(fn(x, h, c, w, r, b, hidden, **kw).outputs())
+    if kind == "gru":
+        b = ops.constant(_f32(rng, (4 if lbr else 3) * hidden))
+        return lambda x, h, c: [ops.gru_cell(x, h, w, r, b, hidden, linear_before_reset=lbr, **kw).output(0)]
+    b = ops.constant(_f32(rng, hidden))
+    acts = list(activations or ["tanh"])
+    return lambda x, h, c: [ops.rnn_cell(x, h, w, r, b, hidden, acts, [], [], clip).output(0)]
+
+
+# ---- spelled-out cells: (x [B, I], h, c) -> [h', c']
+
+
+def _mm(rng: np.random.Generator, a: Any, n_in: int, n_out: int) -> Any:
+    return ops.matmul(a, ops.constant(_f32(rng, n_in, n_out)), False, False)
+
+
+def _bias(rng: np.random.Generator, v: Any, n: int) -> Any:
+    return ops.add(v, ops.constant(_f32(rng, 1, n)))
+
+
+def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Callable[[Any, Any, Any], list[Any]]:
+    H = hidden
+
+    def keras_lstm(x: Any, h: Any, c: Any, *, gate_act: Any = ops.sigmoid, peephole: bool = False,
+                   extra: bool = False) -> list[Any]:
+        z = _bias(rng, ops.add(_mm(rng, x, inputs, 4 * H), _mm(rng, h, H, 4 * H)), 4 * H)
+        i, f, g, o = ops.split(z, 1, 4).outputs()  # Keras gate order i, f, c, o
+        if peephole:
+            f = ops.add(f, ops.multiply(c, ops.constant(_f32(rng, 1, H))))
+        c_new = ops.add(ops.multiply(gate_act(f), c), ops.multiply(ops.sigmoid(i), ops.tanh(g)))
+        h_new = ops.multiply(ops.sigmoid(o), ops.tanh(c_new))
+        if extra:
+            c_new = ops.multiply(c_new, ops.constant(np.float32(0.5)))
+        return [h_new, c_new]
+
+    def torch_lstm(x: Any, h: Any, c: Any) -> list[Any]:
+        # x W_ih^T + b_ih + h W_hh^T + b_hh, gate order i, f, g, o, chunks by VariadicSplit
+        z = ops.add(_bias(rng, _mm(rng, x, inputs, 4 * H), 4 * H), _bias(rng, _mm(rng, h, H, 4 * H), 4 * H))
+        i, f, g, o = ops.variadic_split(z, -1, [H] * 4).outputs()
+        c_new = ops.add(ops.multiply(c, ops.sigmoid(f)), ops.multiply(ops.tanh(g), ops.sigmoid(i)))
+        return [ops.multiply(ops.tanh(c_new), ops.sigmoid(o)), c_new]
+
+    def gru(x: Any, h: Any, c: Any, *, reset_after: bool) -> list[Any]:
+        xz, xr, xn = ops.split(_bias(rng, _mm(rng, x, inputs, 3 * H), 3 * H), -1, 3).outputs()
+        if reset_after:  # Keras reset_after / PyTorch: n = tanh(x Wn + bn + r * (h Rn + rbn)), recurrent part sliced
+            hh = _bias(rng, _mm(rng, h, H, 3 * H), 3 * H)
+            hz, hr, hn = (ops.slice(hh, np.array([0, k * H]), np.array([2**62, (k + 1) * H]), np.array([1, 1]))
+                          for k in range(3))
+            r = ops.sigmoid(ops.add(xr, hr))
+            n = ops.tanh(ops.add(xn, ops.multiply(r, hn)))
+        else:
+            hz, hr = ops.split(_mm(rng, h, H, 2 * H), 1, 2).outputs()
+            r = ops.sigmoid(ops.add(xr, hr))
+            n = ops.tanh(ops.add(xn, _mm(rng, ops.multiply(r, h), H, H)))
+        z = ops.sigmoid(ops.add(xz, hz))
+        one = ops.constant(np.float32(1))
+        return [ops.add(ops.multiply(z, h), ops.multiply(ops.subtract(one, z), n))]
+
+    def rnn(x: Any, h: Any, c: Any) -> list[Any]:
+        return [ops.tanh(_bias(rng, ops.add(_mm(rng, h, H, H), _mm(rng, x, inputs, H)), H))]
+
+    forms: dict[str, Callable[..., list[Any]]] = {
+        "keras_lstm": keras_lstm, "torch_lstm": torch_lstm, "spelled_rnn": rnn,
+        "gru_after": lambda x, h, c: gru(x, h, c, reset_after=True),
+        "gru_before": lambda x, h, c: gru(x, h, c, reset_after=False),
+        "lstm_tanh_gate": lambda x, h, c: keras_lstm(x, h, c, gate_act=ops.tanh),
+        "lstm_peephole": lambda x, h, c: keras_lstm(x, h, c, peephole=True),
+        "lstm_extra_state_op": lambda x, h, c: keras_lstm(x, h, c, extra=True),
+    }
+    return forms[form]
+
+
+def is_lstm(kind: str) -> bool:
+    return "lstm" in kind
+
+
+def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: int = 3,
+                   reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
+                   clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
+                   trip: int | None = None, seed: int = 0) -> ov.Model:
+    """X [batch, steps, inputs] sliced on axis 1 (reverse: from the end) through a TensorIterator (or a Loop) whose
+    body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
+    Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c."""
+    rng = np.random.default_rng(seed)
+    step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
+        spelled(kind, rng, inputs, hidden)
+    has_c = is_lstm(kind)
+    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
+    H0 = ops.parameter([batch, hidden], np.float32, name="H0")
+    params = [X, H0]
+    bx = ops.parameter([batch, 1, inputs], np.float32, name="x_t")
+    bh = ops.parameter([batch, hidden], np.float32, name="h_prev")
+    body_params = [bx, bh]
+    bc = None
+    if has_c:
+        C0 = ops.parameter([batch, hidden], np.float32, name="C0")
+        params.append(C0)
+        bc = ops.parameter([batch, hidden], np.float32, name="c_prev")
+        body_params.append(bc)
+    x = ops.reshape(bx, ops.constant(np.array([-1, inputs], np.int64)), False)
+    new = step(x, bh, bc)
+    r_h = ops.result(new[0])
+    r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([1], np.int64))))
+    results = [r_h, r_y]
+    r_c = None
+    if has_c:
+        r_c = ops.result(new[1])
+        results.append(r_c)
+    if loop:
+        r_cond = ops.result(ops.constant(True))
+        it = ops.parameter([], np.int64, name="it")
+        body = ov.Model([r_cond, *results], [it, *body_params])
+        node = ops.loop(ops.constant(np.int64(steps if trip is None else trip)), ops.constant(True))
+        node.set_function(body)
+        node.set_special_body_ports([0, 0])
+    else:
+        body = ov.Model(results, body_params)
+        node = ops.tensor_iterator()
+        node.set_body(body)
+    start, stride, end = (-1, -1, 0) if reverse else (0, 1, -1)
+    node.set_sliced_input(bx, X.output(0), start, stride, 1, end, 1)
+    node.set_merged_input(bh, H0.output(0), r_h.output(0))
+    if has_c:
+        node.set_merged_input(bc, params[2].output(0), r_c.output(0))  # type: ignore[union-attr]
+    outs = []
+    for o in outputs:
+        if o == "seq":
+            # a Loop concatenates forward only: reverse reading then gives the steps in reading order
+            o_start, o_stride, o_end = (0, 1, -1) if loop else (start, stride, end)
+            outs.append(node.get_concatenated_slices(r_y.output(0), o_start, o_stride, 1, o_end, 1))
+        elif o == "h":
+            outs.append(node.get_iter_value(r_h.output(0), -1))
+        elif o == "c" and r_c is not None:
+            outs.append(node.get_iter_value(r_c.output(0), -1))
+    return ov.Model(outs, params)

@@ -1,0 +1,69 @@
+"""`ir2onnx --help`, `ops` and `info` start at once: they never load onnx-ir's graph library, onnx, sympy,
+onnxruntime or OpenVINO (checked in the process's sys.modules, not by timing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_PROBE = """
+import json, runpy, sys
+sys.argv = ["ir2onnx", *json.loads(sys.argv[1])]
+try:
+    runpy.run_module("ir2onnx", run_name="__main__")
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+HEAVY = ("onnx", "onnx_ir._core", "sympy", "onnxruntime", "openvino", "ir2onnx.api", "ir2onnx.convert.model")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["convert", "--help"], ["ops"],
+                                  ["info", str(ROOT / "samples" / "nested" / "model.xml")]])
+def test_light_commands_load_no_heavy_modules(args: list[str]) -> None:
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    result = json.loads(r.stderr.strip().splitlines()[-1])
+    assert result["code"] in (0, None), r.stdout + r.stderr
+    assert r.stdout.strip()
+    loaded = set(result["modules"])
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert not heavy, f"{args} loaded {heavy[:10]}"
+
+
+def test_deferred_module_works_once_used() -> None:
+    code = ("import sys; from ir2onnx._lazy import defer_import; defer_import('onnx_ir'); "
+            "import onnx_ir as ir; assert 'onnx_ir._core' not in sys.modules; "
+            "assert ir.DataType.FLOAT.name == 'FLOAT'; import onnx_ir.passes.common; "
+            "assert ir.Value is sys.modules['onnx_ir'].Value; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_api_names_win_over_same_named_subpackages() -> None:
+    code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
+            "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
+            "from ir2onnx import convert, check, convert_file; print(convert.__module__, check.__module__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["ir2onnx.api", "ir2onnx.api"], r.stderr
+
+
+def test_convert_does_not_load_sympy(tmp_path: Path) -> None:
+    args = ["convert", str(ROOT / "samples" / "ti_lstm" / "model.xml"), "-o", str(tmp_path / "m.onnx"), "--quiet"]
+    r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120)
+    result = json.loads(r.stderr.strip().splitlines()[-1])
+    assert result["code"] in (0, None), r.stderr
+    assert (tmp_path / "m.onnx").exists()
+    loaded = set(result["modules"])
+    assert "onnx_ir._core" in loaded and not any(m.startswith("sympy.") for m in loaded)
+    assert not any(m.split(".")[0] in ("onnxruntime", "openvino") for m in loaded)

@@ -1,0 +1,189 @@
+"""Weight modes of convert_file: references into the IR's .bin, the model's own data file, inline; atomic files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import ir2onnx
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.utils import assert_equivalent, ov, rng_inputs
+
+import openvino.opset13 as ops  # noqa: E402  (after utils: openvino is optional)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def mixed_weights_ir(directory: Path, computed: bool = True) -> Path:
+    """x @ W (f32, kept as it is) + f16 bias (kept) + u4 weights (unpacked by the conversion: computed)."""
+    rng = np.random.default_rng(0)
+    x = ops.parameter([2, 64], np.float32, name="x")
+    w = ops.constant(rng.standard_normal((64, 64)).astype(np.float32))
+    bias = ops.convert(ops.constant(rng.standard_normal((64, 64)).astype(np.float16)), np.float32)
+    y = ops.add(ops.matmul(x, w, False, False), ops.reduce_sum(bias, [0], True))
+    if computed:
+        nibbles = ov.op.Constant(ov.Type.u4, ov.Shape([64, 64]), rng.integers(0, 16, 64 * 64).tolist())
+        y = ops.add(y, ops.reduce_sum(ops.convert(nibbles, np.float32), [0], True))
+    y = ops.multiply(y, ops.constant(np.float32(0.5)))  # small: stays inline
+    directory.mkdir(parents=True, exist_ok=True)
+    xml = directory / "model.xml"
+    ov.save_model(ov.Model([y], [x], "mixed"), str(xml), compress_to_fp16=False)
+    return xml
+
+
+def locations(path: Path) -> dict[str, list[tuple[str, int, int]]]:
+    """Initializer name -> external (location, offset, length); inline ones absent."""
+    proto = onnx.load(str(path), load_external_data=False)
+    out = {}
+    for t in proto.graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            e = {kv.key: kv.value for kv in t.external_data}
+            out[t.name] = (e["location"], int(e.get("offset", 0)), int(e["length"]))
+    return out
+
+
+def runs_like_openvino(xml: Path, onnx_path: Path) -> None:
+    onnx.checker.check_model(str(onnx_path))  # includes the external-data location checks
+    assert_equivalent(xml, rng_inputs([((2, 64), np.float32)]), proto=onnx.load(str(onnx_path)))
+
+
+def test_reference_points_into_the_bin(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx")  # the default beside the IR: reference
+    locs = locations(out)
+    by_file = sorted({loc for loc, _, _ in locs.values()})
+    assert by_file == ["m.onnx.data", "model.bin"], locs
+    raw = (tmp_path / "model.bin").read_bytes()
+    model = ir2onnx.convert_to_ir(xml)
+    for name, (loc, offset, length) in locs.items():
+        if loc == "model.bin":  # the referenced bytes are the initializer's bytes
+            assert raw[offset:offset + length] == model.graph.initializers[name].const_value.tobytes()
+    data = (tmp_path / "m.onnx.data").stat().st_size
+    assert data == sum(n for loc, _, n in locs.values() if loc == "m.onnx.data") == 64 * 64  # the unpacked u4
+    runs_like_openvino(xml, out)
+
+
+def test_reference_from_a_parent_directory_survives_moving_both(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path / "project" / "ir", computed=False)
+    out = ir2onnx.convert_file(xml, tmp_path / "project" / "m.onnx", weights="reference")
+    assert {loc for loc, _, _ in locations(out).values()} == {"ir/model.bin"}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["ir", "m.onnx"]
+    feed = {"x": rng_inputs([((2, 64), np.float32)])[0]}
+    before = run_onnxruntime(str(out), feed)[0]
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(tmp_path / "project"), str(moved))
+    runs_like_openvino(moved / "ir" / "model.xml", moved / "m.onnx")
+    np.testing.assert_array_equal(run_onnxruntime(str(moved / "m.onnx"), feed)[0], before)
+
+
+def test_output_outside_the_ir_directory(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path / "ir")
+    with pytest.raises(ir2onnx.ConversionError, match="only when it is written into .*parent directories"):
+        ir2onnx.convert_file(xml, tmp_path / "out" / "m.onnx", weights="reference")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    out = ir2onnx.convert_file(xml, tmp_path / "out" / "m.onnx")  # the default there: copy
+    assert {loc for loc, _, _ in locations(out).values()} == {"m.onnx.data"}
+    runs_like_openvino(xml, out)
+
+
+def test_symlink_leaving_the_output_directory_is_not_referenced(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path / "ir")
+    (tmp_path / "out").mkdir()
+    os.symlink(tmp_path / "ir", tmp_path / "out" / "ir")
+    with pytest.raises(ir2onnx.ConversionError, match="parent directories"):
+        ir2onnx.convert_file(tmp_path / "out" / "ir" / "model.xml", tmp_path / "out" / "m.onnx", weights="reference")
+    out = ir2onnx.convert_file(tmp_path / "out" / "ir" / "model.xml", tmp_path / "out" / "m.onnx")
+    assert {loc for loc, _, _ in locations(out).values()} == {"m.onnx.data"}
+    runs_like_openvino(xml, out)
+
+
+def test_hard_linked_bin_is_not_referenced(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    os.link(tmp_path / "model.bin", tmp_path / "copy.bin")
+    with pytest.raises(ir2onnx.ConversionError, match="hard links"):
+        ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="reference")
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx")
+    assert {loc for loc, _, _ in locations(out).values()} == {"m.onnx.data"}
+    runs_like_openvino(xml, out)
+
+
+@pytest.mark.parametrize("weights", ["copy", "inline"])
+def test_copy_and_inline(tmp_path: Path, weights: str) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights=weights)
+    locs = locations(out)
+    if weights == "copy":
+        assert {loc for loc, _, _ in locs.values()} == {"m.onnx.data"}
+        assert (tmp_path / "m.onnx.data").stat().st_size == sum(n for _, _, n in locs.values())
+    else:
+        assert locs == {} and not (tmp_path / "m.onnx.data").exists()
+    runs_like_openvino(xml, out)
+
+
+def test_stale_data_file_is_removed(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path, computed=False)
+    ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="copy")
+    assert (tmp_path / "m.onnx.data").exists()
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="reference")
+    assert not (tmp_path / "m.onnx.data").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx", "model.bin", "model.xml"]
+    runs_like_openvino(xml, out)
+
+
+def test_inline_refuses_more_than_protobuf_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ir2onnx.write
+
+    xml = mixed_weights_ir(tmp_path)
+    monkeypatch.setattr(ir2onnx.write, "_PROTOBUF_LIMIT", 10_000)
+    with pytest.raises(ir2onnx.ConversionError, match="2 GiB"):
+        ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="inline")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin", "model.xml"]
+
+
+def test_bad_mode_and_contradiction(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    with pytest.raises(ir2onnx.ConversionError, match="unknown weight mode"):
+        ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="mmap")
+    with pytest.raises(ir2onnx.ConversionError, match="contradicts"):
+        ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="reference", external_data=True)
+
+
+def test_data_file_may_not_be_the_bin(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    os.rename(tmp_path / "model.bin", tmp_path / "m.onnx.data")
+    with pytest.raises(ir2onnx.ConversionError, match="overwrite"):
+        ir2onnx.convert_file(xml, tmp_path / "m.onnx", tmp_path / "m.onnx.data")
+
+
+def test_cli_weight_modes(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path / "ir")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ir2onnx", "convert", str(xml), *args], capture_output=True,
+                              text=True, cwd=ROOT, timeout=300)
+
+    r = run("-o", str(tmp_path / "out" / "m.onnx"), "--weights", "reference")
+    assert r.returncode == 2 and "parent directories" in r.stderr and "Traceback" not in r.stderr
+    r = run("-o", str(tmp_path / "out" / "m.onnx"), "--weights", "copy", "--quiet")
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["m.onnx", "m.onnx.data"]
+    r = run("-o", str(tmp_path / "ir" / "m.onnx"))
+    assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
+    assert {loc for loc, _, _ in locations(tmp_path / "ir" / "m.onnx").values()} == {"model.bin", "m.onnx.data"}
+
+
+def test_progress_reports_the_bytes_written(tmp_path: Path) -> None:
+    xml = mixed_weights_ir(tmp_path)
+    calls: list[tuple[int, int]] = []
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="copy", progress=lambda d, t: calls.append((d, t)))
+    total = (tmp_path / "m.onnx.data").stat().st_size
+    assert calls[-1] == (total, total) and all(t == total for _, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) >= 3
+    runs_like_openvino(xml, out)
