@@ -86,3 +86,50 @@ def ctc_greedy_decoder_seq_len(ctx: LayerContext) -> list[ir.Value]:
     packed, count = _greedy(b, data, lengths, blank, ctx.attr_bool("merge_repeated", True))
     cls_t, len_t = onnx_dtype(ctx.output_type(0)), onnx_dtype(ctx.output_type(1))
     return [packed if cls_t == i64 else b.cast(packed, cls_t), count if len_t == i64 else b.cast(count, len_t)]
+
+
+@converter("GatherTree", "opset1", onnx="Scan (reverse), GatherElements, Where, Less, CumSum, Equal")
+def gather_tree(ctx: LayerContext) -> ir.Value:
+    """Beam-search backtracking, as OpenVINO's CPU plugin does it for each (batch, beam): steps at or past
+    min(T, max_seq_len[batch]) get end_token; walking back from the last step before it, the beam's token is
+    step_ids[t, batch, parent] and the parent becomes parent_ids[t, batch, parent]; then every step after the first
+    end_token within the length becomes end_token too. A reverse ONNX Scan carries the parents [B, W].
+
+    Lengths are truncated to integers as the plugin reads them. Where the plugin fails (a parent outside
+    [0, W)) the parent is clamped into it; where it leaves the output unwritten (a length <= 0) every step is
+    end_token, as the specification's padding rule gives."""
+    b = ctx.b
+    i64 = ir.DataType.INT64
+    et = ctx.input_type(0)
+    dt = onnx_dtype(et)
+    steps, parents = ctx.inputs[0], b.cast(ctx.inputs[1], i64)
+    lengths = b.unsqueeze(b.reshape(b.cast(ctx.inputs[2], i64), [-1]), [1])  # [B, 1]
+    end = b.reshape(ctx.inputs[3] if ctx.input_type(3).name == et.name else b.cast(ctx.inputs[3], dt), [])
+    time = b.op("Range", [b.i64(0), b.reshape(b.shape_of(steps, 0, 1), []), b.i64(1)])
+    width = b.shape_of(steps, 2, 3)
+    start = b.op("Expand", [b.unsqueeze(b.op("Range", [b.i64(0), b.reshape(width, []), b.i64(1)]), [0]),
+                            b.shape_of(steps, 1, 3)])
+    last = b.op("Sub", [width, b.i64([1])])
+
+    cb = b.child()
+    name = ctx.layer.name or f"gather_tree_{ctx.layer.id}"
+    parent = cb.add_input(cb.names.fresh(f"{name}/parent"), i64, [None, None])
+    step_t = cb.add_input(cb.names.fresh(f"{name}/step"), dt, [None, None])
+    parent_t = cb.add_input(cb.names.fresh(f"{name}/parent_ids"), i64, [None, None])
+    t = cb.add_input(cb.names.fresh(f"{name}/time"), i64, [])
+    active = cb.op("Less", [t, lengths])  # [B, 1]
+    token = cb.op("Where", [active, cb.op("GatherElements", [step_t, parent], {"axis": 1}), end])
+    nxt = cb.op("Clip", [cb.op("GatherElements", [parent_t, parent], {"axis": 1}), cb.i64(0),
+                         cb.reshape(last, [])])
+    nxt = cb.op("Where", [active, nxt, parent])
+    body = cb.build([nxt, token], b.names.fresh(f"{name}/body"))
+    for v, typ in ((nxt, i64), (token, dt)):
+        v.type, v.shape = ir.TensorType(typ), ir.Shape([None, None])
+    _, tokens = b.op_multi("Scan", [start, steps, parents, time], {
+        "body": body, "num_scan_inputs": 3, "scan_input_directions": [1, 1, 1], "scan_output_directions": [1]},
+        outputs=2)
+    # after the first end_token within the length, every step is end_token
+    t3 = b.reshape(time, [-1, 1, 1])
+    hit = b.op("And", [b.op("Equal", [tokens, end]), b.op("Less", [t3, b.unsqueeze(lengths, [0])])])
+    before = b.op("CumSum", [b.cast(hit, i64), b.i64(0)], {"exclusive": 1})
+    return b.op("Where", [b.op("Greater", [before, b.i64(0)]), end, tokens])
