@@ -5,6 +5,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     attention,
     bitwise,
     ctc,
+    detection,
     elementwise,
     embedding,
     gather,
