@@ -19,6 +19,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     reduce,
     rnn,
     roi,
+    roi_pooling,
     scatter,
     search,
     sequence,
