@@ -21,6 +21,7 @@ from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
+
 def _f(b: GraphBuilder, v: float) -> ir.Value:
     return b.const(np.array(v, np.float32))
 

@@ -12,7 +12,6 @@ import openvino.opset1 as ops1
 import pytest
 
 from ir2onnx.check.openvino_ref import run_openvino
-
 from tests.convert.ops.cases import Case, const, params, run_case
 from tests.convert.ops.reference import run_against_numpy
 from tests.utils import save_ir
