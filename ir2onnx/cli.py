@@ -186,7 +186,8 @@ def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
     p.add_argument("--rtol", type=float, metavar="R", default=1e-4, help="relative tolerance (default 1e-4)")
     p.add_argument("--atol", type=float, metavar="A", default=1e-5, help="absolute tolerance (default 1e-5)")
     p.add_argument("--seed", type=int, metavar="S", default=0, help=f"seed of {what}random inputs (default 0)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0, help="seconds each runtime may run (default 60)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
+                   help="seconds each runtime may run (default 60)")
     p.add_argument("--layerwise", action="store_true", help="compare every layer; name the first that differs")
     p.add_argument("--report", dest="report_path", type=Path, metavar="FILE.json", help=f"write {what}report as JSON")
 
@@ -200,7 +201,8 @@ def parser() -> argparse.ArgumentParser:
                        description=convert.__doc__)
     c.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
     c.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", help="ONNX file (default: MODEL with .onnx)")
-    c.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin", help="weights file (default: MODEL with .bin)")
+    c.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
+                   help="weights file (default: MODEL with .bin)")
     c.add_argument("--opset", type=int, metavar="N",
                    help="force this ONNX opset (default: the lowest, from 17, that expresses every layer)")
     c.add_argument("--check", action="store_true", help="run onnxruntime and compare with OpenVINO")
@@ -220,18 +222,21 @@ def parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="compare an existing ONNX model with the IR", description=check.__doc__)
     k.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
     k.add_argument("onnx_model", type=Path, metavar="MODEL.onnx", help="the ONNX model to compare with the IR")
-    k.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin", help="weights file (default: MODEL with .bin)")
+    k.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
+                   help="weights file (default: MODEL with .bin)")
     _check_options(k, in_convert=False)
     k.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     k.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
     k.set_defaults(run=check)
 
-    i = sub.add_parser("info", help="op counts and the structure of every TensorIterator/Loop", description=info.__doc__)
+    i = sub.add_parser("info", help="op counts and the structure of every TensorIterator/Loop",
+                       description=info.__doc__)
     i.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
     i.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
     i.set_defaults(run=info)
 
-    o = sub.add_parser("ops", help="the supported IR op types and the opsets of their versions", description=ops.__doc__)
+    o = sub.add_parser("ops", help="the supported IR op types and the opsets of their versions",
+                       description=ops.__doc__)
     o.set_defaults(run=ops)
     return p
 
