@@ -33,7 +33,7 @@ def _console(stderr: bool = False) -> Any:
     """rich's console for tables and progress displays, made when first needed."""
     from rich.console import Console
 
-    return Console(stderr=True) if stderr else Console(soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True) if stderr else Console(soft_wrap=True)
 
 
 def _say(text: str, *, stderr: bool = False) -> None:
