@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, ov, rng_inputs
-
-import openvino.opset13 as ops  # noqa: E402  (after utils: openvino is optional)
 
 ROOT = Path(__file__).resolve().parent.parent
 
