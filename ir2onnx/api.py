@@ -32,7 +32,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
         fuse_recurrent(out)
     if optimize:
         apply_default_passes(out)
-        layer_map.refresh(out)  # passes may have removed values
+    layer_map.refresh(out)  # passes may have removed values
     validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights

@@ -17,10 +17,10 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import openvino as ov  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import openvino as ov
+import tensorflow as tf
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 B, T, I, H = 2, 6, 4, 8

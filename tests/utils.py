@@ -87,7 +87,8 @@ def assert_outputs(xml: Path, inputs: Sequence[np.ndarray], expected: Sequence[n
         r = np.asarray(r)
         assert g.dtype == r.dtype, f"{out.name}: dtype {g.dtype} != expected {r.dtype}"
         c = compare_output(out.name, g, r, rtol, atol)
-        assert c.passed, f"{out.name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}\nonnx={g}\nexpected={r}"
+        assert c.passed, (f"{out.name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}"
+                          f"\nonnx={g}\nexpected={r}")
     return proto
 
 

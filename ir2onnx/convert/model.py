@@ -59,7 +59,8 @@ def input_name(p: Layer) -> str:
 
 
 def output_name(graph: Graph, r: Layer) -> str:
-    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else legacy."""
+    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else the legacy name
+    (the producer's name, with `.index` when it has several outputs)."""
     explicit = [n.replace("\\,", ",").strip() for n in r.data.get("output_names", "").split(",") if n.strip()]
     if explicit:
         return min(explicit)
@@ -67,7 +68,7 @@ def output_name(graph: Graph, r: Layer) -> str:
     names = src.layer.outputs[src.output].names
     if names:
         return min(names)
-    return f"{src.layer.name}.{src.output}"
+    return src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}"
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
@@ -81,7 +82,7 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         if not MIN_OPSET <= opset <= newest_opset():
             raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{newest_opset()} "
                                   "(the newest that the installed onnx and onnxruntime support)")
-        out, needs = _translate(model, weights, opset)
+        out, needs = _translate(model, weights, opset, forced=True)
         if needs:
             raise OpsetError(f"--opset {opset} cannot express {len(needs)} layer(s):", _listing(needs))
         reason = f"opset {opset} as requested"
@@ -111,10 +112,12 @@ def _listing(needs: list[OpsetNeed]) -> list[tuple[int, str, str]]:
     return [(o, w, why) for (w, why), o in seen.items()]
 
 
-def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.Model, list[OpsetNeed]]:
+def _translate(model: IRModel, weights: Weights | None, opset: int,
+               forced: bool = False) -> tuple[ir.Model, list[OpsetNeed]]:
     """Translate at `opset`; also returns what layers recorded as needing a newer opset."""
     g = model.graph
     b = GraphBuilder(opset)
+    b.opset_forced = forced
     in_names = [input_name(p) for p in g.parameters]
     out_names = [output_name(g, r) for r in g.results]
     for n in in_names:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ir2onnx.errors import IRValidationError
 from ir2onnx.ir.element_types import parse_element_type
-from ir2onnx.ir.model import Graph, IRModel, Layer
+from ir2onnx.ir.model import Body, Graph, IRModel, Layer
 from ir2onnx.ir.weights import needed_bytes
 from ir2onnx.ir.xml_reader import parameter_shape
 
@@ -190,15 +190,7 @@ def _check_body(layer: Layer, bin_size: int | None, problems: list[str]) -> None
     for t in set(targets):
         if targets.count(t) > 1:
             problems.append(f"{where}: Parameter {t} is the target of {targets.count(t)} back edges")
-    # A body Parameter without a port_map input gets zeros of its declared shape on every iteration (back edges to it
-    # are ignored), as OpenVINO's CPU plugin runs it; with a dynamic shape OpenVINO cannot run it either.
-    mapped_in = {e.internal_layer_id for e in body.inputs}
-    read = {e.from_layer for e in body.graph.edges}
-    for p in body.graph.parameters:
-        shape = parameter_shape(p)
-        if p.id not in mapped_in and p.id in read and (shape is None or None in shape):
-            problems.append(f"{where}: body {p.where()} has no port_map input and a dynamic shape: OpenVINO feeds "
-                            "such a Parameter zeros of its declared shape and cannot run this one either")
+    _check_unmapped(where, "body", body, problems)
     if is_loop:
         conds = [o for o in body.outputs if o.purpose == "execution_condition"]
         if len(conds) != 1:
@@ -231,7 +223,16 @@ def _check_branches(layer: Layer, bin_size: int | None, problems: list[str]) -> 
             if target is None or target.type_key != "result":
                 problems.append(f"{where}: {name}_port_map output (line {e.line}) internal_layer_id "
                                 f"{e.internal_layer_id} is not a {name} body Result")
-        mapped = {e.internal_layer_id for e in body.inputs}
-        for p in body.graph.parameters:
-            if p.id not in mapped:
-                problems.append(f"{where}: {name} body {p.where()} gets no value (no port_map input)")
+        _check_unmapped(where, f"{name} body", body, problems)
+
+
+def _check_unmapped(where: str, what: str, body: Body, problems: list[str]) -> None:
+    """A body Parameter without a port_map input gets zeros of its declared shape (on every iteration; back edges to
+    it are ignored), as OpenVINO's CPU plugin runs it; with a dynamic shape OpenVINO cannot run it either."""
+    mapped = {e.internal_layer_id for e in body.inputs}
+    read = {e.from_layer for e in body.graph.edges}
+    for p in body.graph.parameters:
+        shape = parameter_shape(p)
+        if p.id not in mapped and p.id in read and (shape is None or None in shape):
+            problems.append(f"{where}: {what} {p.where()} has no port_map input and a dynamic shape: OpenVINO feeds "
+                            "such a Parameter zeros of its declared shape and cannot run this one either")

@@ -76,3 +76,67 @@ def test_compressed_weights_inside_a_loop(tmp_path: Path) -> None:
     ov.save_model(model, str(xml))  # compress_to_fp16 defaults to True
     assert 'element_type="f16"' in xml.read_text()
     assert_equivalent(xml, rng_inputs([((2, 5, 3), np.float32), ((2, 4), np.float32), ((2, 4), np.float32)]))
+
+
+I64, BOOL = TensorProto.INT64, TensorProto.BOOL
+_vi = helper.make_tensor_value_info
+
+
+def _loop_body(use_iteration: bool) -> onnx.GraphProto:
+    """s <- s * 0.5 + x (+ i / 4); continue while sum(s) < 6; scan output s * 2."""
+    nodes = [helper.make_node("Mul", ["s_in", "half"], ["s_half"]), helper.make_node("Add", ["s_half", "x"], ["s_x"])]
+    if use_iteration:
+        nodes += [helper.make_node("Cast", ["i"], ["i_f"], to=F), helper.make_node("Div", ["i_f", "four"], ["i_q"]),
+                  helper.make_node("Add", ["s_x", "i_q"], ["s_out"])]
+    else:
+        nodes.append(helper.make_node("Identity", ["s_x"], ["s_out"]))
+    nodes += [helper.make_node("ReduceSum", ["s_out"], ["total"], keepdims=0),
+              helper.make_node("Less", ["total", "limit"], ["c_out"]),
+              helper.make_node("Mul", ["s_out", "two"], ["scan"])]
+    consts = [helper.make_tensor(n, F, [], [v])
+              for n, v in (("half", 0.5), ("four", 4.0), ("limit", 6.0), ("two", 2.0))]
+    return helper.make_graph(
+        nodes, "body",
+        [_vi("i", I64, []), _vi("c_in", BOOL, []), _vi("s_in", F, [2, 3])],
+        [_vi("c_out", BOOL, []), _vi("s_out", F, [2, 3]), _vi("scan", F, [2, 3])], consts)
+
+
+@pytest.mark.parametrize("use_iteration", [False, True])
+@pytest.mark.parametrize("trip", [1, 3, 50])
+def test_onnx_loop_with_computed_condition(tmp_path: Path, use_iteration: bool, trip: int) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "cond", "s0"], ["s", "ys"], body=_loop_body(use_iteration))], "g",
+        [_vi("M", I64, []), _vi("cond", BOOL, []), _vi("s0", F, [2, 3]), _vi("x", F, [2, 3])],
+        [_vi("s", F, [2, 3]), _vi("ys", F, None)])
+    xml = _to_ir(graph, tmp_path)
+    assert 'type="Loop"' in xml.read_text()
+    s0, x = rng_inputs([((2, 3), np.float32), ((2, 3), np.float32)], seed=trip)
+    assert_equivalent(xml, [np.array(trip, np.int64), np.array(True), s0 * 0.1, np.abs(x)])
+
+
+def test_onnx_loop_without_trip_count(tmp_path: Path) -> None:
+    """No M: the loop runs until the body condition is false (OpenVINO: trip count -1)."""
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "cond", "s0"], ["s", "ys"], body=_loop_body(True))], "g",
+        [_vi("cond", BOOL, []), _vi("s0", F, [2, 3]), _vi("x", F, [2, 3])], [_vi("s", F, [2, 3]), _vi("ys", F, None)])
+    xml = _to_ir(graph, tmp_path)
+    s0, x = rng_inputs([((2, 3), np.float32), ((2, 3), np.float32)])
+    assert_equivalent(xml, [np.array(True), s0 * 0.1, np.abs(x) + 0.1])
+
+
+@pytest.mark.parametrize(("in_dir", "out_dir", "out_axis"), [(0, 1, 0), (1, 0, 1), (1, 1, 2)])
+def test_scan_directions_and_output_axes(tmp_path: Path, in_dir: int, out_dir: int, out_axis: int) -> None:
+    body = helper.make_graph(
+        [helper.make_node("Add", ["h_in", "x_t"], ["a"]), helper.make_node("Tanh", ["a"], ["h_out"]),
+         helper.make_node("Mul", ["h_out", "x_t"], ["y"])],
+        "body", [helper.make_tensor_value_info("h_in", F, [2, 3]), helper.make_tensor_value_info("x_t", F, [2, 3])],
+        [helper.make_tensor_value_info("h_out", F, [2, 3]), helper.make_tensor_value_info("y", F, [2, 3])])
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["h0", "x"], ["h", "ys"], body=body, num_scan_inputs=1, scan_input_axes=[0],
+                          scan_input_directions=[in_dir], scan_output_axes=[out_axis],
+                          scan_output_directions=[out_dir])],
+        "g", [helper.make_tensor_value_info("h0", F, [2, 3]), helper.make_tensor_value_info("x", F, [4, 2, 3])],
+        [helper.make_tensor_value_info("h", F, [2, 3]), helper.make_tensor_value_info("ys", F, None)])
+    xml = _to_ir(graph, tmp_path)
+    assert 'type="TensorIterator"' in xml.read_text()
+    assert_equivalent(xml, rng_inputs([((2, 3), np.float32), ((4, 2, 3), np.float32)]))

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 from lxml import etree
 
+import ir2onnx
+from ir2onnx.check.openvino_ref import run_openvino
+from ir2onnx.errors import LayerConversionError
 from tests.convert.control_flow.builders import loop_model, ti_accumulate
-from tests.utils import assert_equivalent, rng_inputs, save_ir
+from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
+from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
 
 def _renumber_outputs_from_one(graph: etree._Element) -> None:
@@ -76,3 +80,151 @@ def test_loop_legacy_layout(tmp_path: Path, v10: bool) -> None:
     xml = save_ir(loop_model(-1, True, body_cond="data", limit=8.0), tmp_path)
     _legacy_rewrite(xml, v10)
     assert_equivalent(xml, [np.arange(6, dtype=np.float32).reshape(2, 3) / 10])
+
+
+# ---- Hand-written IR v10 in Model Optimizer's style (see mo_ir.py), in the shapes of OpenVINO's own IR tests.
+
+def _lstm_ti(tmp_path: Path, axis: int, slice_attrs: dict[str, int], last_values: bool, cell_version: str,
+             T: int = 5, I: int = 3, H: int = 4) -> Path:
+    """X[1,T,I] (axis 1) or X[T,1,I] (axis 0) -> TensorIterator{Reshape -> LSTMCell-4 -> Reshape} -> Y (+ H, C)."""
+    rng = np.random.default_rng(7)
+    wb = Bin()
+    body = Net(wb)
+    x_t = body.param("x_t", [1, 1, I])
+    sq = body.add("Reshape", "input_squeeze", [[1, 1, I], [2]], [("f32", [1, I])], data={"special_zero": "True"},
+                  sources=[(x_t, 0), (body.const("sq_shape", np.array([1, I], np.int64), "i64"), 0)])
+    h = body.param("h_prev", [1, H])
+    c = body.param("c_prev", [1, H])
+    w = body.const("W", (rng.standard_normal((4 * H, I)) * 0.5).astype(np.float32))
+    r = body.const("R", (rng.standard_normal((4 * H, H)) * 0.5).astype(np.float32))
+    bias = body.const("B", (rng.standard_normal(4 * H) * 0.1).astype(np.float32))
+    cell = body.add("LSTMCell", "cell", [[1, I], [1, H], [1, H], [4 * H, I], [4 * H, H], [4 * H]],
+                    [("f32", [1, H]), ("f32", [1, H])], data={"hidden_size": H}, version=cell_version,
+                    sources=[(sq, 0), (h, 0), (c, 0), (w, 0), (r, 0), (bias, 0)])
+    r_h = body.result("h_out", (cell, 0), [1, H])
+    r_c = body.result("c_out", (cell, 1), [1, H])
+    un = body.add("Reshape", "output_unsqueeze", [[1, H], [3]], [("f32", [1, 1, H])], data={"special_zero": "True"},
+                  sources=[(cell, 0), (body.const("un_shape", np.array([1, 1, H], np.int64), "i64"), 0)])
+    r_y = body.result("y_out", (un, 0), [1, 1, H])
+
+    x_shape = [1, T, I] if axis == 1 else [T, 1, I]
+    y_shape = [1, T, H] if axis == 1 else [T, 1, H]
+    outs = [{"axis": axis, "external_port_id": 3, "internal_layer_id": r_y, **slice_attrs}]
+    if last_values:
+        outs += [{"external_port_id": 4, "internal_layer_id": r_h}, {"external_port_id": 5, "internal_layer_id": r_c}]
+    inner = port_map([{"axis": axis, "external_port_id": 0, "internal_layer_id": x_t, **slice_attrs},
+                      {"external_port_id": 1, "internal_layer_id": h}, {"external_port_id": 2, "internal_layer_id": c}],
+                     outs, [(r_h, h), (r_c, c)]) + f"<body>{body.xml()}</body>"
+    net = Net(wb)
+    X, H0, C0 = net.param("X", x_shape), net.param("H0", [1, H]), net.param("C0", [1, H])
+    ti_outs = [("f32", y_shape)] + ([("f32", [1, H]), ("f32", [1, H])] if last_values else [])
+    ti = net.add("TensorIterator", "lstm/TensorIterator", [x_shape, [1, H], [1, H]], ti_outs, inner=inner,
+                 sources=[(X, 0), (H0, 0), (C0, 0)], in_precision=False)
+    for k, (_, dims) in enumerate(ti_outs):
+        net.result(f"out{k}", (ti, k), dims)
+    return write(tmp_path / "model.xml", net)
+
+
+@pytest.mark.parametrize(("axis", "slice_attrs", "last_values", "cell_version"), [
+    (1, {"start": 0, "end": -1, "stride": 1, "part_size": 1}, True, "opset4"),
+    (1, {"start": 0, "end": -1, "stride": 1, "part_size": 1}, True, "opset1"),  # LSTMCell-0 without peepholes
+    (1, {"start": -1, "end": 0, "stride": -1}, False, "opset4"),  # no part_size; only the sequence output
+    (0, {"part_size": 1, "stride": 1}, True, "opset4"),  # batch-major time axis, no start/end
+])
+def test_model_optimizer_lstm_tensor_iterator(tmp_path: Path, axis: int, slice_attrs: dict[str, int],
+                                              last_values: bool, cell_version: str) -> None:
+    xml = _lstm_ti(tmp_path, axis, slice_attrs, last_values, cell_version)
+    x_shape = (1, 5, 3) if axis == 1 else (5, 1, 3)
+    proto = assert_equivalent(xml, rng_inputs([(x_shape, np.float32), ((1, 4), np.float32), ((1, 4), np.float32)]))
+    assert count_ops(proto, "LSTM") == 1
+
+
+def test_model_optimizer_gru_tensor_iterator(tmp_path: Path) -> None:
+    """GRUCell-3 with list attributes written with spaces and empty alphas, Const shapes with spaces, Squeeze and
+    Unsqueeze around the cell, an empty rt_info in the body, main Results declared in the other order."""
+    T, I, H = 4, 3, 5
+    rng = np.random.default_rng(3)
+    wb = Bin()
+    body = Net(wb)
+    h = body.param("h_prev", [1, H])
+    x_t = body.param("x_t", [1, 1, I])
+    axis1 = body.const("axis", np.array([1], np.int64), "i64", port=0)
+    sq = body.add("Squeeze", "squeeze", [[1, 1, I], [1]], [("f32", [1, I])], sources=[(x_t, 0), (axis1, 0)])
+    w = body.const("W", (rng.standard_normal((3 * H, I)) * 0.5).astype(np.float32), port=0, shape_sep=", ")
+    r = body.const("R", (rng.standard_normal((3 * H, H)) * 0.5).astype(np.float32), port=0, shape_sep=", ")
+    bias = body.const("B", (rng.standard_normal(3 * H) * 0.1).astype(np.float32), port=0)
+    cell = body.add("GRUCell", "gru", [[1, I], [1, H], [3 * H, I], [3 * H, H], [3 * H]], [("f32", [1, H])],
+                    data={"linear_before_reset": "false", "hidden_size": H, "activations": "sigmoid, tanh",
+                          "activations_alpha": "", "activations_beta": "", "clip": "0"}, version="opset3",
+                    sources=[(sq, 0), (h, 0), (w, 0), (r, 0), (bias, 0)])
+    un = body.add("Unsqueeze", "unsqueeze", [[1, H], [1]], [("f32", [1, 1, H])], sources=[(cell, 0), (axis1, 0)])
+    r_y = body.result("y_out", (un, 0), [1, 1, H])
+    r_h = body.result("h_out", (cell, 0), [1, H])
+    inner = port_map([{"axis": 1, "external_port_id": 0, "internal_layer_id": x_t, "start": 0, "end": -1,
+                       "stride": 1, "part_size": 1}, {"external_port_id": 1, "internal_layer_id": h}],
+                     [{"axis": 1, "external_port_id": 2, "internal_layer_id": r_y, "start": 0, "end": -1,
+                       "stride": 1, "part_size": 1}, {"external_port_id": 3, "internal_layer_id": r_h}],
+                     [(r_h, h)]) + f"<body>{body.xml().replace('</edges>', '</edges><rt_info/>')}</body>"
+    net = Net(wb)
+    H0 = net.param("H0", [1, H])
+    X = net.param("X", [1, T, I])
+    ti = net.add("TensorIterator", "gru/TensorIterator", [[1, T, I], [1, H]], [("f32", [1, T, H]), ("f32", [1, H])],
+                 inner=inner, sources=[(X, 0), (H0, 0)])
+    net.result("last", (ti, 1), [1, H])
+    net.result("seq", (ti, 0), [1, T, H])
+    xml = write(tmp_path / "model.xml", net)
+    proto = assert_equivalent(xml, rng_inputs([((1, H), np.float32), ((1, T, I), np.float32)]))
+    assert count_ops(proto, "GRU") == 1
+
+
+def _cond_through_port_map_loop(tmp_path: Path, cond_port: int) -> Path:
+    """Loop whose body condition Parameter is fed through the port map (external port `cond_port`: 1, the
+    execution condition, as ONNX-made IRs do) and merged with the condition Result; trip count from an f32 input;
+    Loop input ports written without shapes or precisions; Results with an `order`."""
+    wb = Bin()
+    body = Net(wb)
+    cond_in = body.param("cond_in", [], "boolean")
+    r_cond = body.add("Result", "cond_identity/sink_port_0", [None], [], sources=[(cond_in, 0)], data={"order": 0},
+                      in_precision=False)
+    a_in = body.param("a_in", [1, 2])
+    add = body.add("Add", "loop_body_add", [[1, 2], [1, 2]], [("f32", [1, 2])],
+                   sources=[(a_in, 0), (body.const("b", np.array([[0.5, -1.0]], np.float32)), 0)])
+    r_a = body.result("loop_body_add/sink_port_0", (add, 0), [1, 2])
+    un = body.add("Unsqueeze", "acc", [[1, 2], [1]], [("f32", [1, 1, 2])],
+                  sources=[(add, 0), (body.const("axis", np.array([0], np.int64), "i64"), 0)])
+    r_acc = body.result("output_accumulator/sink_port_0", (un, 0), [1, 1, 2])
+    inner = port_map([{"external_port_id": cond_port, "internal_layer_id": cond_in},
+                      {"external_port_id": 2, "internal_layer_id": a_in}],
+                     [{"external_port_id": -1, "internal_layer_id": r_cond, "purpose": "execution_condition"},
+                      {"external_port_id": 3, "internal_layer_id": r_a},
+                      {"axis": 0, "external_port_id": 4, "internal_layer_id": r_acc}],
+                     [(r_cond, cond_in), (r_a, a_in)]) + f"<body>{body.xml()}</body>"
+    net = Net(wb)
+    trip = net.param("trip", [], port=1)
+    cvt = net.add("Convert", "trip_i64", [[]], [("i64", [])], data={"destination_type": "i64"}, sources=[(trip, 0)])
+    cond = net.param("cond", [], "boolean", port=1)
+    a0 = net.param("a_init", [1, 2])
+    loop = net.add("Loop", "a_final", [None, None, [1, 2]], [("f32", [1, 2]), ("f32", [3, 1, 2])], inner=inner,
+                   version="opset5", sources=[(cvt, 0), (cond, 0), (a0, 0)], in_precision=False)
+    net.result("a_final/sink_port_0", (loop, 0), [1, 2])
+    net.result("a_values/sink_port_0", (loop, 1), [3, 1, 2])
+    return write(tmp_path / "model.xml", net)
+
+
+@pytest.mark.parametrize("trip", [3.0, 1.0])
+def test_loop_condition_through_port_map(tmp_path: Path, trip: float) -> None:
+    xml = _cond_through_port_map_loop(tmp_path, 1)
+    a0 = np.array([[1.0, 2.0]], np.float32)
+    for cond in (True, False):
+        assert_equivalent(xml, [np.array(trip, np.float32), np.array(cond), a0])
+
+
+def test_loop_trip_count_fed_to_the_condition_parameter_is_refused(tmp_path: Path) -> None:
+    """OpenVINO's reader accepts a port map that feeds the trip count (port 0) to the boolean condition Parameter,
+    but its CPU plugin cannot run it once an iteration happens; ir2onnx refuses it with the port and the types."""
+    xml = _cond_through_port_map_loop(tmp_path, 0)
+    a0 = np.array([[1.0, 2.0]], np.float32)
+    with pytest.raises(RuntimeError, match="data_type::u8"):
+        run_openvino(str(xml), [np.array(3.0, np.float32), np.array(True), a0])
+    with pytest.raises(LayerConversionError, match="feeds input port 0 \\(i64\\) to body .*'cond_in'.* boolean"):
+        ir2onnx.convert(xml)

@@ -53,7 +53,8 @@ def _drop_input(root: etree._Element, op_type: str, external_port_id: str) -> No
     ports = layer.find("input")
     ports.remove(next(p for p in ports if p.get("id") == external_port_id))
     edges = root.find("edges")
-    edges.remove(next(e for e in edges if e.get("to-layer") == layer.get("id") and e.get("to-port") == external_port_id))
+    edges.remove(next(e for e in edges
+                      if e.get("to-layer") == layer.get("id") and e.get("to-port") == external_port_id))
 
 
 def _add_back_edge(root: etree._Element, op_type: str, from_name: str, to_name: str) -> None:
@@ -179,3 +180,23 @@ def test_sliced_parameter_with_back_edge(tmp_path: Path, kind: str, reverse: boo
     for got, want in zip(run_openvino(str(xml), x), plain):
         np.testing.assert_array_equal(got, want)
     assert_equivalent(xml, x)
+
+
+@pytest.mark.parametrize("read", [False, True])
+def test_if_branch_with_unmapped_parameter(tmp_path: Path, read: bool) -> None:
+    """If branches follow the same rule: zeros when read, dropped when not."""
+    X = ops.parameter([2, 3], F, name="X")
+    C = ops.parameter([], np.bool_, name="c")
+    tx = ops.parameter([2, 3], F, name="tx")
+    extra = ops.parameter([2, 3], F, name="extra")
+    then_body = ov.Model([ops.result(ops.add(tx, extra) if read else ops.relu(tx))], [tx, extra])
+    ex = ops.parameter([2, 3], F, name="ex")
+    else_body = ov.Model([ops.result(ops.negative(ex))], [ex])
+    op = ops.if_op(C)
+    op.set_then_body(then_body)
+    op.set_else_body(else_body)
+    op.set_input(X.output(0), tx, ex)
+    out = op.set_output(then_body.get_results()[0], else_body.get_results()[0])
+    xml = save_ir(ov.Model([out], [X, C]), tmp_path)
+    for cond in (True, False):
+        assert_equivalent(xml, [rng_inputs(X23)[0], np.array(cond)])

@@ -6,6 +6,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext, value_type
 from ir2onnx.convert.graph import body_output, declare_type
+from ir2onnx.convert.ops.control_flow.port_map import bind_unmapped
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.model import Body
 
@@ -13,6 +14,7 @@ from ir2onnx.ir.model import Body
 def _branch(ctx: LayerContext, body: Body, name: str) -> ir.Graph:
     cb = ctx.b.child()
     bindings = {e.internal_layer_id: ctx.inputs[e.external_port_id] for e in body.inputs}
+    bind_unmapped(ctx, body, bindings)
     results = ctx.translator.translate(body.graph, cb, bindings)
     by_id = body.graph.by_id
     taken: set[ir.Value] = set()

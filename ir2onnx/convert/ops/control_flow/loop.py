@@ -99,7 +99,7 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
     for inp in plan.of_kind("invariant"):
         assert inp.outer is not None
         bindings[inp.param.id] = inp.outer
-    bind_unmapped(ctx, plan, bindings)
+    bind_unmapped(ctx, plan.body, bindings)
     results = ctx.translator.translate(plan.body.graph, cb, bindings)
 
     taken: set[ir.Value] = set()

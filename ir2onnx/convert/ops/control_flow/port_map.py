@@ -40,7 +40,6 @@ class PortMapPlan:
     inputs: list[BodyInput] = field(default_factory=list)
     outputs: list[BodyOutput] = field(default_factory=list)
     condition: Layer | None = None  # Loop: the body Result with the continue flag
-    unmapped: list[Layer] = field(default_factory=list)  # body Parameters without a port_map input
 
     def of_kind(self, kind: str) -> list[BodyInput]:
         return [i for i in self.inputs if i.kind == kind]
@@ -67,13 +66,16 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
             plan.inputs.append(BodyInput("current_iteration", param, e, None))
             continue
         outer = ctx.inputs[e.external_port_id]
+        inner_type, outer_type = param_type(param), ctx.input_type(e.external_port_id)
+        if inner_type is not None and inner_type != outer_type:  # OpenVINO's CPU plugin cannot run it either
+            raise ctx.error(f"port_map input (line {e.line}) feeds input port {e.external_port_id} "
+                            f"({outer_type.name}) to body {param.where()} of type {inner_type.name}")
         if e.sliced:  # a back edge to a sliced Parameter has no effect: OpenVINO feeds the slice every iteration
             plan.inputs.append(BodyInput("sliced", param, e, outer))
         elif param.id in back:
             plan.inputs.append(BodyInput("merged", param, e, outer, by_id[back[param.id]]))
         else:
             plan.inputs.append(BodyInput("invariant", param, e, outer))
-    plan.unmapped = [p for p in body.graph.parameters if p.id not in seen]
     mapped = [o for o in body.outputs if o.external_port_id >= 0 and o.purpose != "execution_condition"]
     for index, e in enumerate(sorted(mapped, key=lambda e: e.external_port_id)):
         plan.outputs.append(BodyOutput("concat" if e.sliced else "last", by_id[e.internal_layer_id], e, index))
@@ -83,11 +85,14 @@ def analyse(ctx: LayerContext) -> PortMapPlan:
     return plan
 
 
-def bind_unmapped(ctx: LayerContext, plan: PortMapPlan, bindings: dict[str, ir.Value]) -> None:
-    """Give every Parameter without a port_map input what OpenVINO's CPU plugin feeds it: zeros of its declared
+def bind_unmapped(ctx: LayerContext, body: Body, bindings: dict[str, ir.Value]) -> None:
+    """Give every body Parameter without a port_map input what OpenVINO's CPU plugin feeds it: zeros of its declared
     shape on every iteration (its back edges, if any, are ignored). One that nothing reads gets a value no node uses."""
-    read = {e.from_layer for e in plan.body.graph.edges}
-    for p in plan.unmapped:
+    mapped = {e.internal_layer_id for e in body.inputs}
+    read = {e.from_layer for e in body.graph.edges}
+    for p in body.graph.parameters:
+        if p.id in mapped:
+            continue
         dims, et = param_dims(p), param_type(p)
         if p.id not in read:
             bindings[p.id] = ir.Value(name=ctx.b.names.fresh(f"{ctx.layer.name}/{p.name or p.id}_unused"))

@@ -100,7 +100,7 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
     for inp in plan.of_kind("invariant"):
         assert inp.outer is not None
         bindings[inp.param.id] = inp.outer  # outer-scope capture: no per-iteration copy
-    bind_unmapped(ctx, plan, bindings)
+    bind_unmapped(ctx, plan.body, bindings)
     results = ctx.translator.translate(plan.body.graph, cb, bindings)
 
     taken: set[ir.Value] = set()
