@@ -112,7 +112,8 @@ def _scan_counts(node: onnx.NodeProto) -> tuple[int, int]:
 
 
 def _loop_sliced_input(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, onnx.NodeProto, onnx.NodeProto, int]:
-    """A Loop whose body slices an outer tensor per iteration: (outer graph, loop index, loop, body Slice, axis)."""
+    """A Loop whose body slices an outer tensor per iteration (a Slice, or the Gather the default passes make of
+    it): (outer graph, loop index, loop, body Slice or Gather, axis)."""
     for g in _graphs(model.graph):
         for i, n in enumerate(g.node):
             if n.op_type != "Loop":
@@ -124,6 +125,9 @@ def _loop_sliced_input(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, on
                     axes = _constant_value(model, body, s.input[3])
                     if axes is not None:
                         return g, i, n, s, int(axes.reshape(-1)[0])
+                if s.op_type == "Gather" and s.input[0] not in local and s.input[1] in local:
+                    axis = _attr(s, "axis")
+                    return g, i, n, s, axis.i if axis is not None else 0
     raise NotApplicable("no Loop with a sliced input")
 
 
