@@ -60,6 +60,10 @@ class Names:
                 return cand
 
 
+# node.meta key of the IR layer a node was emitted for (messages about the ONNX model name that layer)
+LAYER_META = "ir2onnx.layer"
+
+
 @dataclass(frozen=True)
 class OpsetNeed:
     """A layer whose translation needs at least ONNX opset `opset`, and why."""
@@ -84,8 +88,9 @@ class GraphBuilder:
         self.nodes: list[ir.Node] = []
         self.inputs: list[ir.Value] = []
         self.initializers: list[ir.Value] = []  # used on the root only
-        self.hint = "t"  # prefix for generated names: the IR layer being translated
-        self.where = ""  # that layer's location, for messages
+        self.hint = parent.hint if parent else "t"  # prefix for generated names: the IR layer being translated
+        self.layer: object = parent.layer if parent else None  # that layer, recorded on every node (see LAYER_META)
+        self.where = parent.where if parent else ""  # that layer's location, for messages
         self.opset_needs: list[OpsetNeed] = []  # used on the root only
         self.opset_forced = parent.opset_forced if parent else False  # the user chose the opset
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
@@ -172,6 +177,8 @@ class GraphBuilder:
                 for i in range(outputs)]
         node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs,
                        name=self.names.fresh(f"{self.hint}/{op_type}_node"))
+        if self.layer is not None:
+            node.meta[LAYER_META] = self.layer
         self.nodes.append(node)
         self._produced.update(outs)
         return tuple(outs)
@@ -275,4 +282,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]
+__all__ = ["LAYER_META", "GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]

@@ -126,8 +126,8 @@ class Translator:
         fn = registry.lookup_layer(layer)
         if fn is None:  # check_supported() runs first; this guards direct use of translate()
             raise UnsupportedOpsError([UnsupportedOp(layer.type, layer.version, 1, (layer.where(),))])
-        b.hint = layer.name or f"{layer.type}_{layer.id}"
-        b.where = layer.where()
+        saved = b.hint, b.layer, b.where
+        b.hint, b.layer, b.where = layer.name or f"{layer.type}_{layer.id}", layer, layer.where()
         b.require_opset(registry.min_onnx_opset(fn), f"{layer.type} is expressed with ONNX ops of that opset")
         ctx = LayerContext(layer, graph, inputs, b, self)
         try:
@@ -136,6 +136,8 @@ class Translator:
             raise
         except Exception as e:  # a converter bug must still name the layer
             raise LayerConversionError(f"{layer.where()}: internal error in the converter: {type(e).__name__}: {e}") from e
+        finally:
+            b.hint, b.layer, b.where = saved  # nodes emitted after a body's translation belong to the enclosing layer
         outs = [out] if isinstance(out, ir.Value) else list(out)
         if len(outs) < len(layer.outputs):
             raise LayerConversionError(
