@@ -137,6 +137,7 @@ _RULES: dict[str, Callable[[Layer, Types], Types]] = {
                                  else (ins[0] if ins else None)],
     "topk": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i32")],
     "maxpool": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i64")],
+    "adaptivemaxpool": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i64")],
     "select": lambda layer, ins: [ins[1] if len(ins) > 1 else None],
     "onehot": lambda layer, ins: [ins[2] if len(ins) > 2 else None],
     "tensoriterator": lambda layer, ins: _body_result_types(layer, layer.body) if layer.body else [],
