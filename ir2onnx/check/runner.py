@@ -14,7 +14,7 @@ import onnx
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.inputs import default_inputs, describe, validate_inputs
 from ir2onnx.check.isolate import DEFAULT_TIMEOUT, Job, RunResult, RuntimeFailure, run_jobs
-from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason
+from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason, require_onnxruntime
 from ir2onnx.check.openvino_ref import openvino_available
 from ir2onnx.check.report import CheckReport, OutputComparison, Placement
 from ir2onnx.errors import CheckError
@@ -87,6 +87,7 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
               layerwise: bool = False) -> CheckReport:
     if device not in PROVIDERS:
         raise CheckError(f"unknown device '{device}' (cpu or cuda)")
+    require_onnxruntime()
     if device == "cuda" and not cuda_available():
         raise CheckError(cuda_unavailable_reason())
     if timeout is not None and timeout <= 0:

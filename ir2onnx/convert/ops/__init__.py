@@ -9,6 +9,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     elementwise,
     embedding,
     gather,
+    linalg,
     math,
     movement,
     nms,
@@ -16,6 +17,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     not_convertible,
     priors,
+    quantization,
     reduce,
     rnn,
     roi,
@@ -24,6 +26,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     search,
     sequence,
     shape,
+    signal,
     strided_slice,
     yolo,
 )
