@@ -121,7 +121,9 @@ def _descend(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], path:
     for p in loop.body.graph.parameters:
         name = lmap.get(layer_map.key(f"{scope}/{p.id}", 0))
         if name is None or p.name not in body_feed or p.name in level.ambiguous:
-            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone")
+            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone (the "
+                        "default passes may have moved work on it out of the loop; convert with --no-optimize to "
+                        "compare loop bodies layer by layer)")
         feeds[name] = body_feed[p.name]
     candidates = level.ports(lmap, _all_names(full.graph))
     found = find_body(full, [name for _, _, name in candidates])
