@@ -136,8 +136,9 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
 
 
 def _bin_offset(tensor: object, weights: Weights | None) -> int | None:
-    """Where `tensor`'s bytes lie in the .bin when it wraps an unchanged view of it (else None)."""
-    if weights is None or not isinstance(tensor, ir.Tensor):
+    """Where `tensor`'s bytes lie in the .bin when it wraps an unchanged view of it (else None; packed 4-bit
+    tensors are stored as OpenVINO stores them)."""
+    if weights is None or not isinstance(tensor, (ir.Tensor, ir.PackedTensor)):
         return None
     raw = tensor.raw
     if not isinstance(raw, np.ndarray) or raw.nbytes != tensor.nbytes:

@@ -25,7 +25,7 @@ class OnnxFile:
     """The ONNX model as a file onnxruntime can load (a temporary one for in-memory or edited models)."""
 
     def __init__(self, model: onnx.ModelProto | str) -> None:
-        self._tmp: str | None = None
+        self._made: list[str] = []
         if isinstance(model, str):
             self.path = model
             self.proto = onnx.load(model, load_external_data=False)
@@ -46,11 +46,11 @@ class OnnxFile:
         os.close(fd)
         large = _byte_size(model) > (1 << 31) - (1 << 26)  # protobuf's limit is 2 GiB
         onnx.save_model(model, path, save_as_external_data=large, location=Path(path).name + ".data")
-        self._made = getattr(self, "_made", []) + [path]
+        self._made.append(path)
         return path
 
     def close(self) -> None:
-        for p in getattr(self, "_made", []):
+        for p in self._made:
             for f in (p, p + ".data"):
                 if os.path.exists(f):
                     os.unlink(f)
