@@ -94,8 +94,10 @@ def layer_ids(xml: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, onnx.ModelProto, dict[str, str]]:
+    """Converted without the optimisation passes, which move work out of loop bodies (see
+    test_optimised_body_is_not_descended)."""
     xml = save_ir(pipeline(), tmp_path_factory.mktemp("pipeline"))
-    return xml, ir2onnx.convert(xml), layer_ids(xml)
+    return xml, ir2onnx.convert(xml, optimize=False), layer_ids(xml)
 
 
 def test_correct_model_passes_every_layer(converted) -> None:  # type: ignore[no-untyped-def]
@@ -131,7 +133,7 @@ def test_divergence_inside_a_loop_body_is_named(converted, layer: str, type_: st
 
 def test_nested_loops_are_descended(tmp_path: Path) -> None:
     """samples/nested: a Loop whose body holds a TensorIterator; a divergence in the inner body is found there."""
-    proto = ir2onnx.convert(NESTED)
+    proto = ir2onnx.convert(NESTED, optimize=False)
     ids = layer_ids(NESTED)
     broken = inject(proto, value_of(proto, ids["Tanh_108"]))
     report = ir2onnx.check(NESTED, broken, layerwise=True)
@@ -141,6 +143,17 @@ def test_nested_loops_are_descended(tmp_path: Path) -> None:
     assert lw.body.first_divergence.name == "TensorIterator_110"
     assert lw.body.body.first_divergence.name == "Tanh_108"
     assert report.to_dict()["first_divergence"]["id"] == ids["Tanh_108"] == "4/7/7"
+
+
+def test_optimised_body_is_not_descended(converted) -> None:  # type: ignore[no-untyped-def]
+    """With the default passes the body reads per-slice work lifted out of the loop: the top level still names the
+    loop, and the report says how to compare its body."""
+    xml, _, ids = converted
+    proto = ir2onnx.convert(xml)
+    report = ir2onnx.check(xml, inject(proto, value_of(proto, ids["body_tanh"])), layerwise=True)
+    assert not report.passed
+    assert report.layerwise.first_divergence.name == "ti"
+    assert "--no-optimize" in " ".join(report.layerwise.body.notes)
 
 
 def test_state_chaining_error_is_told_apart(converted) -> None:  # type: ignore[no-untyped-def]
