@@ -18,6 +18,19 @@ from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 _BOOLEAN = ("equal", "notequal", "less", "lessequal", "greater", "greaterequal", "logicaland", "logicalor",
             "logicalxor", "logicalnot", "reducelogicaland", "reducelogicalor", "isnan", "isinf", "isfinite")
+# ops whose outputs all have the element type of their first input (other ops keep their ports' precisions)
+_SAME_AS_INPUT0 = frozenset((
+    "abs", "acos", "asin", "atan", "acosh", "asinh", "atanh", "ceiling", "clamp", "cos", "cosh", "erf", "exp",
+    "floor", "log", "negative", "relu", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "elu", "gelu",
+    "hsigmoid", "hswish", "mish", "softplus", "softsign", "softmax", "logsoftmax", "swish", "prelu", "add",
+    "subtract", "multiply", "divide", "maximum", "minimum", "power", "floormod", "mod", "squareddifference",
+    "avgpool", "broadcast", "concat", "convolution", "convolutionbackpropdata", "groupconvolution", "cumsum",
+    "depthtospace", "spacetodepth", "einsum", "gather", "gatherelements", "gathernd", "interpolate", "matmul", "mvn",
+    "normalizel2", "pad", "reducel1", "reducel2", "reducemax", "reducemean", "reducemin", "reduceprod", "reducesum",
+    "reshape", "round", "scatterelementsupdate", "scatterndupdate", "scatterupdate", "slice", "split", "squeeze",
+    "stridedslice", "tile", "transpose", "unsqueeze", "variadicsplit", "identity", "grucell", "lstmcell", "rnncell",
+    "grusequence", "lstmsequence", "rnnsequence",
+))
 Types = list[ElementType | None]
 
 
@@ -124,6 +137,7 @@ _RULES: dict[str, Callable[[Layer, Types], Types]] = {
                                  else (ins[0] if ins else None)],
     "topk": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i32")],
     "maxpool": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i64")],
+    "adaptivemaxpool": lambda layer, ins: [ins[0] if ins else None, _attr_type(layer, "index_element_type", "i64")],
     "select": lambda layer, ins: [ins[1] if len(ins) > 1 else None],
     "onehot": lambda layer, ins: [ins[2] if len(ins) > 2 else None],
     "tensoriterator": lambda layer, ins: _body_result_types(layer, layer.body) if layer.body else [],
@@ -143,8 +157,10 @@ def _output_types(layer: Layer, ins: Sequence[ElementType | None]) -> Types:
         types = _RULES[key](layer, list(ins))
     elif key in _BOOLEAN:
         types = [ELEMENT_TYPES["boolean"]]
-    else:  # every other supported op keeps the type of its first input on all outputs
+    elif key in _SAME_AS_INPUT0:
         types = [ins[0] if ins else None] * len(layer.outputs)
+    else:  # a rule not known here: the port precisions stand
+        types = []
     return (list(types) + [None] * len(layer.outputs))[: len(layer.outputs)]
 
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import const_array, const_ints, defined_in, is_default_domain, loops_innermost_first, rank
+from ir2onnx.passes.loop_utils import (
+    const_array,
+    const_ints,
+    defined_in,
+    is_default_domain,
+    loops_innermost_first,
+    rank,
+)
 
 # f(X) sliced == f(x_t) for these whatever the scan axis (one input, no axis attribute).
 _UNARY = frozenset({"Abs", "Ceil", "Cos", "Cast", "Erf", "Exp", "Floor", "Log", "Neg", "Not", "Reciprocal", "Relu",
@@ -147,7 +154,8 @@ def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
             modified = True
     if not modified:
         return False
-    keep = [j for j in range(len(axes)) if body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output()]
+    read = [body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output() for j in range(len(axes))]
+    keep = [j for j, r in enumerate(read) if r]
     values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
     params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
     scan.resize_inputs(0)

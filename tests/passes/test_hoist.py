@@ -8,12 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino.opset13 as ops
 import pytest
 
 from tests.passes.loop_models import ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, ov, rng_inputs, save_ir
-
-import openvino.opset13 as ops  # noqa: E402
 
 IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
 

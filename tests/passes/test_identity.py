@@ -6,12 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import openvino.opset13 as ops
 import pytest
 
 from tests.passes.loop_models import recurrence
 from tests.utils import assert_equivalent, ov, rng_inputs, save_ir
-
-import openvino.opset13 as ops  # noqa: E402
 
 
 def identities(graph: onnx.GraphProto) -> list[tuple[onnx.GraphProto, onnx.NodeProto]]:
@@ -53,5 +52,6 @@ def test_state_passed_through_and_output_twice(tmp_path: Path) -> None:
     model = ov.Model([ti.get_iter_value(r_s.output(0), -1), ti.get_iter_value(r_t.output(0), -1),
                       ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)], [X, S, T])
     xml = save_ir(model, tmp_path)
-    lean = assert_equivalent(xml, rng_inputs([((3, 4), np.float32), ((4,), np.float32), ((4,), np.float32)]), fuse=False)
+    inputs = rng_inputs([((3, 4), np.float32), ((4,), np.float32), ((4,), np.float32)])
+    lean = assert_equivalent(xml, inputs, fuse=False)
     assert_only_needed_identities(lean)

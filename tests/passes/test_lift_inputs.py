@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino.opset13 as ops
 import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
-
-import openvino.opset13 as ops  # noqa: E402
 
 IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
 

@@ -14,7 +14,7 @@ from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
-Dim = int | ir.Value  # a static size, or a 1-element int64 value
+Dim = "int | ir.Value"  # a static size, or a 1-element int64 value (a string: see window.Vec)
 _I64_MAX = 2**63 - 1
 _I64_MIN = -(2**63)
 

@@ -207,3 +207,82 @@ def _avg_pool(ctx: LayerContext, ar: Arith, attrs: dict[str, object], kernel: li
     empty = b.op("Equal", [share, zero])
     fill = b.op("Where", [nan_at, b.const(np.asarray(np.nan, et.numpy)), zero])  # type: ignore[list-item]
     return b.op("Where", [empty, fill, y])
+
+
+def _bin_mask(ctx: LayerContext, axis: int, i: int) -> tuple[ir.Value, ir.Value]:
+    """mask[o, j] = j lies in output bin o of axis `axis`, and the bin sizes [o, 1]: OpenVINO's bins are
+    [floor(o * n / out), ceil((o + 1) * n / out)) (checked by experiment). Sizes are read at run time."""
+    b = ctx.b
+    n = b.reshape(b.shape_of(ctx.inputs[0], axis, axis + 1), [])
+    size = ctx.const(1)
+    out = b.i64(int(np.asarray(size).reshape(-1)[i])) if size is not None else \
+        b.reshape(b.slice(b.cast(b.reshape(ctx.inputs[1], [-1]), ir.DataType.INT64), [i], [i + 1], [0]), [])
+    o = b.unsqueeze(b.op("Range", [b.i64(0), out, b.i64(1)]), [1])
+    start = b.op("Div", [b.op("Mul", [o, n]), out])
+    end = b.op("Div", [b.op("Sub", [b.op("Add", [b.op("Mul", [b.op("Add", [o, b.i64(1)]), n]), out]), b.i64(1)]), out])
+    j = b.unsqueeze(b.op("Range", [b.i64(0), n, b.i64(1)]), [0])
+    mask = b.op("And", [b.op("GreaterOrEqual", [j, start]), b.op("Less", [j, end])])
+    return mask, b.op("Sub", [end, start])
+
+
+def _to_last(ctx: LayerContext, x: ir.Value, axis: int, rank: int) -> tuple[ir.Value, list[int] | None]:
+    if axis == rank - 1:
+        return x, None
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    return ctx.b.op("Transpose", [x], {"perm": perm}), perm
+
+
+def _back(ctx: LayerContext, x: ir.Value, perm: list[int] | None) -> ir.Value:
+    return x if perm is None else ctx.b.op("Transpose", [x], {"perm": perm})
+
+
+@converter("AdaptiveAvgPool", "opset8")
+def adaptive_avg_pool(ctx: LayerContext) -> ir.Value:
+    """Axis by axis (the mean of a box is the mean of its per-axis means): a MatMul with the bins' averaging
+    matrix, built at run time from the input's length and the output size."""
+    b = ctx.b
+    rank = ctx.input_rank(0)
+    et = ctx.input_type(0)
+    if not et.is_float:
+        raise ctx.error(f"AdaptiveAvgPool on {et.name} is not supported")
+    x = ctx.inputs[0]
+    for i in range(rank - 2):
+        mask, count = _bin_mask(ctx, 2 + i, i)
+        weights = b.op("Div", [b.cast(mask, onnx_dtype(et)), b.cast(count, onnx_dtype(et))])
+        moved, perm = _to_last(ctx, x, 2 + i, rank)
+        x = _back(ctx, b.op("MatMul", [moved, b.op("Transpose", [weights], {"perm": [1, 0]})]), perm)
+    return x
+
+
+@converter("AdaptiveMaxPool", "opset8")
+def adaptive_max_pool(ctx: LayerContext) -> list[ir.Value]:
+    """Axis by axis from the last: the max over each bin (other positions masked to -inf) and its first position;
+    the indices are flat positions in the input's spatial plane (h * W + w), first maximum in row-major order."""
+    b = ctx.b
+    rank = ctx.input_rank(0)
+    et = ctx.input_type(0)
+    if not et.is_float:
+        raise ctx.error(f"AdaptiveMaxPool on {et.name} is not supported")
+    low = b.const(np.asarray(-np.inf, et.numpy))
+    x = ctx.inputs[0]
+    index: ir.Value | None = None  # flat index within the axes already pooled
+    inner: ir.Value = b.i64(1)  # their input extent
+    for axis in reversed(range(2, rank)):
+        mask, _ = _bin_mask(ctx, axis, axis - 2)
+        moved, perm = _to_last(ctx, x, axis, rank)
+        spread = b.op("Where", [mask, b.unsqueeze(moved, [-2]), low])  # [..., out, n]
+        x = _back(ctx, b.reduce("ReduceMax", spread, [-1], False), perm)
+        pos = b.op("ArgMax", [spread, ], {"axis": -1, "keepdims": 0})  # [..., out]
+        if index is not None:
+            index_moved, _ = _to_last(ctx, index, axis, rank)
+            index = b.op("GatherElements", [index_moved, pos], {"axis": -1})
+            index = b.op("Add", [b.op("Mul", [pos, inner]), index])
+        else:
+            index = pos
+        index = _back(ctx, index, perm)
+        inner = b.op("Mul", [inner, b.shape_of(ctx.inputs[0], axis, axis + 1)])
+    out_et = ctx.output_type(1)
+    idx = index if out_et.name == "i64" else b.cast(index, onnx_dtype(out_et))  # type: ignore[arg-type]
+    set_value_type(idx, out_et)
+    return [x, idx]

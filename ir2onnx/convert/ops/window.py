@@ -15,7 +15,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.convert.context import LayerContext
 
-Vec = np.ndarray | ir.Value  # int64 vector over the spatial axes
+Vec = "np.ndarray | ir.Value"  # int64 vector over the spatial axes (a string: onnx_ir loads onnx on attribute access)
 
 
 class Arith:

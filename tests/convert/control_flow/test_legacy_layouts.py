@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-import ir2onnx
 from ir2onnx.check.openvino_ref import run_openvino
-from ir2onnx.errors import LayerConversionError
 from tests.convert.control_flow.builders import loop_model, ti_accumulate
 from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
 from tests.utils import assert_equivalent, assert_outputs, count_ops, rng_inputs, save_ir

@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import openvino as ov
-import openvino.opset1 as ops1
 import openvino.opset16 as ops
 import pytest
 

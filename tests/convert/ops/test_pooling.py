@@ -15,10 +15,10 @@ import pytest
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.errors import LayerConversionError
-from tests.convert.ops.cases import Case, params, run_case
+from tests.convert.ops.cases import Case, const, params, run_case
 from tests.utils import convert_checked, save_ir
 
-F16, F, F64, I8, U8, I32 = np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32
+F16, F, F64, I8, U8, I32, I64 = np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64
 RNG = np.random.default_rng(11)
 
 
@@ -169,3 +169,29 @@ def test_avgpool_f64_is_refused(tmp_path: Path) -> None:
     xml = save_ir(ov.Model([ops1.avg_pool(p, [2, 2], [0, 0], [1, 1], [2, 2], True, "ceil")], [p]), tmp_path)
     with pytest.raises(LayerConversionError, match="AvgPool on f64"):
         ir2onnx.convert(xml)
+
+
+ADAPTIVE = [((1, 2, 7, 5), [3, 4]), ((2, 3, 8, 8), [1, 1]), ((1, 2, 5, 6), [5, 6]), ((1, 2, 9), [4]),
+            ((1, 1, 4, 5, 6), [2, 3, 4]), ((1, 2, 3, 4), [5, 7])]
+ADAPTIVE_CASES = [
+    Case(f"adaptive-avg-{len(shape)}d-{'x'.join(map(str, size))}",
+         lambda x, s=size: ops8.adaptive_avg_pool(x, const(s, I64)), [(shape, F)])
+    for shape, size in ADAPTIVE
+] + [
+    Case(f"adaptive-max-{len(shape)}d-{'x'.join(map(str, size))}",
+         lambda x, s=size: ops8.adaptive_max_pool(x, const(s, I64), "i32"), [(shape, F)])
+    for shape, size in ADAPTIVE
+] + [
+    Case("adaptive-avg-dynamic-runtime-size", lambda x, s: ops8.adaptive_avg_pool(x, s), [((-1, 2, -1, -1), F),
+                                                                                        ((2,), I32)],
+         values=[rand((2, 2, 7, 9)), np.array([3, 4], I32)]),
+    Case("adaptive-max-dynamic-runtime-size", lambda x, s: ops8.adaptive_max_pool(x, s, "i32"),
+         [((-1, 2, -1, -1), F), ((2,), I64)], values=[rand((2, 2, 7, 9)), np.array([4, 2], I64)]),
+    Case("adaptive-max-ties", lambda x: ops8.adaptive_max_pool(x, const([2, 2], I64), "i32"), [((1, 1, 4, 4), F)],
+         values=[np.array([[[[1, 1, 0, 2], [1, 0, 2, 2], [3, 3, 1, 1], [3, 3, 1, 1]]]], F)]),
+]
+
+
+@pytest.mark.parametrize("case", params(ADAPTIVE_CASES))
+def test_adaptive_pooling(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
