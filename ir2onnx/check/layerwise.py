@@ -21,6 +21,10 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 _SKIP = ("parameter", "const", "constant", "result")
 _LOOPS = ("tensoriterator", "loop")
 MAX_DEPTH = 8
+# The default passes move work out of loop bodies (hoisting, lifting per-slice work): such a body reads values
+# that have no IR counterpart, and cannot be run alone on the IR's first-iteration inputs.
+_NO_OPTIMIZE = (" (an ONNX body rewritten by the optimisation passes; convert with --no-optimize to compare loop "
+                "bodies layer by layer)")
 
 
 class _Level:
@@ -108,7 +112,7 @@ def _descend(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], path:
     level = _Level(loop.body.graph, scope + "/")
 
     def stop(reason: str) -> LayerwiseReport:
-        return LayerwiseReport(scope, (), notes=(reason,))
+        return LayerwiseReport(scope, (), notes=(reason + _NO_OPTIMIZE,))
 
     ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
                            body_path=[layer.name for layer in path])])[0]

@@ -94,9 +94,9 @@ def layer_ids(xml: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, onnx.ModelProto, dict[str, str]]:
+    """Converted without the optimisation passes, which move work out of loop bodies (see
+    test_optimised_body_is_not_descended_and_says_why)."""
     xml = save_ir(pipeline(), tmp_path_factory.mktemp("pipeline"))
-    # bodies as translated: the default passes batch a body's input projection outside the loop, so the body no
-    # longer reads its sliced input and cannot be run alone on OpenVINO's body inputs (see the test at the end)
     return xml, ir2onnx.convert(xml, optimize=False), layer_ids(xml)
 
 
