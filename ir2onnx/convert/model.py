@@ -14,14 +14,13 @@ import onnx
 import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
-import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
-from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 

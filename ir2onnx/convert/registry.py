@@ -64,9 +64,28 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
     return deco
 
 
+_LOADED: set[str] = set()  # types whose converter families have been imported
+
+
+def _load(key: str) -> None:
+    """Import the converter families that define `key` (the ops package imports them on demand)."""
+    if key not in _LOADED:
+        _LOADED.add(key)
+        from ir2onnx.convert import ops
+
+        ops.load([key])
+
+
+def _load_all() -> None:
+    from ir2onnx.convert import ops
+
+    ops.load_all()
+
+
 def lookup(op_type: str, version: str) -> Converter | None:
     """The converter OpenVINO's reader would pick: the newest op version at or below the layer's opset."""
     key = _ALIASES.get(op_type.lower(), op_type.lower())
+    _load(key)
     slot = _REGISTRY.get(key)
     if not slot:
         return None
@@ -112,7 +131,9 @@ def not_convertible(op_type: str, reason: str) -> None:
 
 
 def refusal_reason(op_type: str) -> str | None:
-    return _NOT_CONVERTIBLE.get(_ALIASES.get(op_type.lower(), op_type.lower()))
+    key = _ALIASES.get(op_type.lower(), op_type.lower())
+    _load(key)
+    return _NOT_CONVERTIBLE.get(key)
 
 
 def display_name(key: str) -> str:
@@ -125,10 +146,12 @@ def onnx_form(fn: Converter) -> str | None:
 
 def registered_converters() -> dict[str, dict[int, Converter]]:
     """type (lower case) -> {IR opset of the version: converter}."""
+    _load_all()
     return {k: dict(sorted(v.items())) for k, v in sorted(_REGISTRY.items())}
 
 
 def not_convertible_types() -> dict[str, str]:
+    _load_all()
     return dict(sorted(_NOT_CONVERTIBLE.items()))
 
 
@@ -139,9 +162,11 @@ def min_onnx_opset(fn: Converter) -> int:
 
 def registered() -> dict[str, list[int]]:
     """Supported types and the opsets of their registered versions (for docs and `info`)."""
+    _load_all()
     return {k: sorted(v) for k, v in sorted(_REGISTRY.items())}
 
 
 def registered_onnx_opsets() -> dict[str, dict[int, int]]:
     """type -> {IR opset of the version: lowest ONNX opset its converter emits}."""
+    _load_all()
     return {k: {n: min_onnx_opset(fn) for n, fn in sorted(v.items())} for k, v in sorted(_REGISTRY.items())}
