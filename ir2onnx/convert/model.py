@@ -24,6 +24,7 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
+from ir2onnx.passes.ort_types import OrtTypesPass
 
 MIN_OPSET = 17
 
@@ -100,6 +101,9 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         reason = (f"opset {target}: the lowest that expresses every layer" +
                   (f" ({top[0].where} needs it: {top[0].why}" + (f"; +{len(top) - 1} more" if len(top) > 1 else "")
                    + ")" if top else ""))
+    ort_types = OrtTypesPass()
+    ort_types(out)
+    layer_map.substitute(out, ort_types.replaced)
     out.meta["ir2onnx.opset_reason"] = reason
     log.info("ONNX %s", reason)
     return out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
@@ -38,32 +37,8 @@ for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Su
     converter(_ir_type, "opset1")(_binary(_onnx_op))
 
 
-# Element types onnxruntime has no kernel for, per ONNX op, and the type that computes the same values exactly.
-# Integer results are cast back, which keeps OpenVINO's wrap-around on overflow.
-_WIDER = {
-    "Max": {"i8": "INT32", "i16": "INT32", "u8": "UINT32", "u16": "UINT32"},
-    "Min": {"i8": "INT32", "i16": "INT32", "u8": "UINT32", "u16": "UINT32"},
-    "Pow": {"i8": "INT64", "i16": "INT64", "u8": "INT64", "u16": "INT64", "u32": "INT64", "u64": "INT64",
-            "f16": "FLOAT", "bf16": "FLOAT"},
-}
-
-
-def _binary_widened(onnx_op: str):  # type: ignore[no-untyped-def]
-    def convert(ctx: LayerContext) -> ir.Value:
-        a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
-        et = ctx.input_type(0)
-        wide = _WIDER[onnx_op].get(et.name)
-        if wide is None:
-            return ctx.b.op(onnx_op, [a, b])
-        to = ir.DataType[wide]
-        y = ctx.b.op(onnx_op, [ctx.b.cast(a, to), ctx.b.cast(b, to)])
-        return ctx.b.cast(y, onnx_dtype(et))
-
-    return convert
-
-
 for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min"), ("Power", "Pow")):
-    converter(_ir_type, "opset1")(_binary_widened(_onnx_op))
+    converter(_ir_type, "opset1")(_binary(_onnx_op))
 
 
 for _ir_type, _onnx_op in (
