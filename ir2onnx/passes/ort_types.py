@@ -6,7 +6,8 @@ each such node, bodies included, from the types ONNX shape inference gave its in
 list onnxruntime reports (`get_all_opkernel_def`), and computes it in a type that has a kernel, exactly:
 
 * integers are widened to a wider integer (same signedness, or a wider signed type for unsigned values); results are
-  cast back, which wraps like the narrow computation (arithmetic modulo 2^n commutes with truncation);
+  cast back, which wraps like the narrow computation (arithmetic modulo 2^n commutes with truncation; reductions
+  are exact while the wide type holds the exact sum or product);
 * ring operations and bit operations (Add, Sub, Mul, Neg, sums, bitwise ops, data movement) may also use an integer
   of the same width and other signedness: the bits, hence the results modulo 2^n, are the same;
 * uint64 in ordering ops (TopK, Max, comparisons, ReduceMax, ArgMax, ...) maps to int64 with the top bit flipped,
@@ -50,9 +51,11 @@ _ORDER = {
     "ArgMin", "Clip", "MaxPool", "Relu", "Sign", "Unique",
 }
 # Ops whose integer results modulo 2^n depend only on their inputs modulo 2^n.
+# (Not the reductions: onnxruntime's integer ReduceSum/ReduceProd saturate instead of wrapping, so they are only
+# widened to a type holding the exact result.)
 _RING = {
-    "Add", "Sub", "Mul", "Neg", "ReduceSum", "ReduceProd", "CumSum", "ReduceSumSquare", "MatMul", "Einsum", "Abs",
-    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Sum",
+    "Add", "Sub", "Mul", "Neg", "CumSum", "MatMul", "Einsum", "Abs", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    "BitwiseNot", "Sum",
 }
 _SCATTER_REDUCTIONS = {"ScatterND", "ScatterElements"}  # with a reduction they compute: ring or order rules
 
@@ -160,25 +163,28 @@ def _candidates(op: str, node: ir.Node, dt: DT) -> list[DT | str]:
 
 def _plan(op: str, node: ir.Node, kernels: list[_Kernel], ports: dict[str, list[tuple[str, int]]],
           types: dict[str, DT]) -> dict[str, DT | str] | None:
-    """Constraint -> replacement type for the first kernel that some exact replacement makes usable."""
-    best: dict[str, DT | str] | None = None
+    """Constraint -> replacement type: over the kernels, the plan changing the fewest constraints, each to the
+    most preferred candidate (the first in `_candidates`)."""
+    best: tuple[int, int, dict[str, DT | str]] | None = None
     for k in kernels:
         plan: dict[str, DT | str] = {}
+        rank = 0
         for c, t in types.items():
             if c not in k.constraints or t in k.constraints[c]:
                 continue
             if not any(side == "in" for side, _ in ports[c]):
                 plan = {}
                 break  # an output-only type (set by an attribute) cannot be changed from the inputs
-            pick = next((w for w in _candidates(op, node, t)
-                         if (DT.INT64 if w == _FLIP else w) in k.constraints[c]), None)
+            order = _candidates(op, node, t)
+            pick = next((w for w in order if (DT.INT64 if w == _FLIP else w) in k.constraints[c]), None)
             if pick is None:
                 plan = {}
                 break
             plan[c] = pick
-        if plan and (best is None or len(plan) < len(best)):
-            best = plan
-    return best
+            rank += order.index(pick)
+        if plan and (best is None or (len(plan), rank) < best[:2]):
+            best = (len(plan), rank, plan)
+    return best[2] if best else None
 
 
 class _Rewriter:
