@@ -14,7 +14,11 @@ list onnxruntime reports (`get_all_opkernel_def`), and computes it in a type tha
   which preserves the order; values are mapped back;
 * float16/bfloat16 are computed in float32 and rounded once at the end, which is how OpenVINO's CPU plugin computes
   them with f32 inference precision (and exact for +, -, *, /, sqrt: float32 has more than twice their precision);
+* float64 ops without a float64 kernel run in float32, as OpenVINO's CPU plugin runs float64 layers;
 * booleans go through uint8 where the op only moves or orders values.
+
+Types are those of ONNX inference without type checking, so a node whose schema lacks its type (Sin of bfloat16)
+is rewritten the same way: onnxruntime has no kernel for a type the schema lacks.
 
 A node for which no exact form exists (e.g. integer Div of uint64) is left alone and reported (logged, and listed
 in `model.meta["ir2onnx.ort_unsupported"]`). Without onnxruntime the pass does nothing: the model stays valid ONNX.
@@ -59,7 +63,9 @@ _RING = {
 }
 _SCATTER_REDUCTIONS = {"ScatterND", "ScatterElements"}  # with a reduction they compute: ring or order rules
 
-_FLOAT_WIDER = {DT.FLOAT16: [DT.FLOAT, DT.DOUBLE], DT.BFLOAT16: [DT.FLOAT, DT.DOUBLE], DT.FLOAT: [DT.DOUBLE]}
+# f64 falls back to f32 last: OpenVINO's CPU plugin computes f64 layers in f32 too
+_FLOAT_WIDER = {DT.FLOAT16: [DT.FLOAT, DT.DOUBLE], DT.BFLOAT16: [DT.FLOAT, DT.DOUBLE], DT.FLOAT: [DT.DOUBLE],
+                DT.DOUBLE: [DT.FLOAT]}
 _VALUE_WIDER = {
     **_FLOAT_WIDER,
     DT.INT8: [DT.INT16, DT.INT32, DT.INT64], DT.INT16: [DT.INT32, DT.INT64], DT.INT32: [DT.INT64],
@@ -152,6 +158,8 @@ def _candidates(op: str, node: ir.Node, dt: DT) -> list[DT | str]:
         red = attr.as_string() if attr is not None else "none"
         cat = {"none": "Identity", "add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}.get(red, op)
     out: list[DT | str] = list(_VALUE_WIDER.get(dt, []))
+    if dt == DT.DOUBLE and (cat in _MOVE or cat in _ORDER or cat in _RING):
+        out = []  # f32 would merge distinct f64 values
     if cat in _MOVE:
         return out + _BOOL_WIDER.get(dt, []) + [t for t in _MODULAR.get(dt, []) if t not in out]
     if cat in _ORDER:

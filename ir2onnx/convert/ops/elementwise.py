@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import float_function, in_f32
 from ir2onnx.convert.registry import converter
 
 
@@ -55,6 +56,7 @@ def not_equal(ctx: LayerContext) -> ir.Value:
 
 
 @converter("SquaredDifference", "opset1")
+@in_f32
 def squared_difference(ctx: LayerContext) -> ir.Value:
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
     d = ctx.b.op("Sub", [a, b])
@@ -88,14 +90,39 @@ def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-for _ir_type, _onnx_op in (
-    ("Negative", "Neg"), ("Abs", "Abs"), ("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Floor", "Floor"),
-    ("Ceiling", "Ceil"), ("Sign", "Sign"), ("Erf", "Erf"), ("Sin", "Sin"), ("Cos", "Cos"),
-):
+for _ir_type, _onnx_op in (("Negative", "Neg"), ("Abs", "Abs"), ("Sign", "Sign")):
     converter(_ir_type, "opset1")(_unary(_onnx_op))
 
 
+def float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
+    """An ONNX op defined for floats only; integer inputs as OpenVINO computes them (see precision.py)."""
+
+    def convert(ctx: LayerContext) -> ir.Value:
+        return float_function(ctx, ctx.inputs[0], ctx.input_type(0), lambda x: ctx.b.op(onnx_op, [x]))
+
+    return convert
+
+
+def _integral_identity(onnx_op: str):  # type: ignore[no-untyped-def]
+    """Floor/Ceil: integers are their own floor and ceiling (ONNX defines the ops for floats only)."""
+
+    def convert(ctx: LayerContext) -> ir.Value:
+        if not ctx.input_type(0).is_float:
+            return ctx.b.identity(ctx.inputs[0])
+        return ctx.b.op(onnx_op, [ctx.inputs[0]])
+
+    return convert
+
+
+converter("Floor", "opset1")(_integral_identity("Floor"))
+converter("Ceiling", "opset1")(_integral_identity("Ceil"))
+for _ir_type, _onnx_op in (("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Erf", "Erf"), ("Sin", "Sin"),
+                           ("Cos", "Cos")):
+    converter(_ir_type, "opset1")(float_unary(_onnx_op))
+
+
 @converter("FloorMod", "opset1")
+@in_f32
 def floor_mod(ctx: LayerContext) -> ir.Value:
     """Result has the divisor's sign (ONNX Mod with fmod=0; floats need fmod=1 in ONNX, so emulate)."""
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
@@ -112,6 +139,7 @@ def mod(ctx: LayerContext) -> ir.Value:
 
 
 @converter("Round", "opset5")
+@in_f32
 def round_(ctx: LayerContext) -> ir.Value:
     """half_to_even is ONNX Round; half_away_from_zero is sign(x) * floor(|x| + 0.5)."""
     x = ctx.inputs[0]
@@ -126,4 +154,4 @@ def round_(ctx: LayerContext) -> ir.Value:
 
 for _ir_type, _onnx_op in (("Tan", "Tan"), ("Asin", "Asin"), ("Acos", "Acos"), ("Atan", "Atan"), ("Sinh", "Sinh"),
                            ("Cosh", "Cosh")):
-    converter(_ir_type, "opset1")(_unary(_onnx_op))
+    converter(_ir_type, "opset1")(float_unary(_onnx_op))

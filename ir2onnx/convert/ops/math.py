@@ -8,6 +8,8 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
+from ir2onnx.convert.ops.elementwise import float_unary
+from ir2onnx.convert.ops.precision import in_f32
 from ir2onnx.convert.registry import converter
 
 
@@ -34,26 +36,12 @@ def is_finite(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("Not", [ctx.b.op("Or", [ctx.b.op("IsNaN", [x]), ctx.b.op("IsInf", [x])])])
 
 
-def _float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
-    """Computed in f32; integer inputs are rounded back to their type (half to even), as OpenVINO does."""
-
-    def convert(ctx: LayerContext) -> ir.Value:
-        et = ctx.input_type(0)
-        y = ctx.b.op(onnx_op, [as_f32(ctx, 0)])
-        if et.name == "f32":
-            return y
-        if not et.is_float:
-            y = ctx.b.op("Round", [y])
-        return ctx.b.cast(y, onnx_dtype(et))
-
-    return convert
-
-
 for _ir_type, _onnx_op in (("Acosh", "Acosh"), ("Asinh", "Asinh"), ("Atanh", "Atanh")):
-    converter(_ir_type, "opset4")(_float_unary(_onnx_op))
+    converter(_ir_type, "opset4")(float_unary(_onnx_op))
 
 
 @converter("GRN", "opset1")
+@in_f32
 def grn(ctx: LayerContext) -> ir.Value:
     """x / sqrt(sum over axis 1 of x^2 + bias)."""
     b, x = ctx.b, ctx.inputs[0]

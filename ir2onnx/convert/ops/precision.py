@@ -1,0 +1,69 @@
+"""Computing precision of converters, as OpenVINO's CPU plugin computes (with f32 inference precision):
+
+* f16/bf16 layers are computed in f32 and their outputs rounded once: `in_f32` wraps a converter whose ONNX form
+  takes several nodes (each would round in f16 otherwise);
+* float functions of integers (Exp, Sqrt, Sin, Sigmoid, ... of an i32) are computed in f32, rounded half to even
+  and saturated to the integer type: `float_function`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.convert.registry import ConverterResult
+from ir2onnx.ir.element_types import ElementType, parse_element_type
+
+_HALF = ("f16", "bf16")
+_F32 = parse_element_type("f32")
+
+
+def in_f32(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[LayerContext], ConverterResult]:
+    """Run converter `fn` with its f16/bf16 inputs cast to f32, and cast its f16/bf16 outputs back."""
+
+    @functools.wraps(fn)
+    def convert(ctx: LayerContext) -> ConverterResult:
+        half = [i for i in range(len(ctx.inputs)) if ctx.inputs[i] is not None and ctx.input_type(i).name in _HALF]
+        if not half:
+            return fn(ctx)
+        for i in half:
+            v = ctx.b.cast(ctx.inputs[i], ir.DataType.FLOAT)
+            set_value_type(v, _F32)
+            ctx.inputs[i] = v
+        out = fn(ctx)
+        outs = [out] if isinstance(out, ir.Value) else list(out)
+        back = []
+        for port, v in zip(ctx.layer.outputs, outs):
+            et = port.element_type
+            if et is not None and et.name in _HALF and (value_type(v) is None or value_type(v).name == "f32"):
+                v = ctx.b.cast(v, onnx_dtype(et))
+                set_value_type(v, et)
+            back.append(v)
+        return back[0] if isinstance(out, ir.Value) else back
+
+    return convert
+
+
+def float_function(ctx: LayerContext, x: ir.Value, et: ElementType,
+                   compute: Callable[[ir.Value], ir.Value]) -> ir.Value:
+    """`compute` (ONNX nodes on a float32 value) applied to `x` of type `et`. Integers: computed in f32, rounded
+    half to even and saturated into `et` (NaN gives the type's minimum, as the CPU plugin's conversion does);
+    f16/bf16 in f32 and rounded once; f32/f64 as they are."""
+    b = ctx.b
+    if et.name in ("f32", "f64"):
+        return compute(x)
+    y = compute(b.cast(x, ir.DataType.FLOAT))
+    if et.is_float:
+        return b.cast(y, onnx_dtype(et))
+    info = np.iinfo(et.numpy)
+    y = b.cast(b.op("Round", [y]), ir.DataType.DOUBLE)
+    # the largest doubles inside the type (2^63 - 1 is not a double)
+    hi = float(info.max) if et.bits < 64 else float(np.nextafter(np.float64(info.max), 0))
+    y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
+    y = b.op("Where", [b.op("IsNaN", [y]), b.const(float(info.min), np.float64), y])
+    return b.cast(y, onnx_dtype(et))
