@@ -7,7 +7,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.elementwise import float_unary
-from ir2onnx.convert.ops.precision import in_f32
+from ir2onnx.convert.ops.precision import float_function, in_f32, saturating
 from ir2onnx.convert.registry import converter
 
 
@@ -54,9 +54,19 @@ def log_softmax(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_int("axis", 1)})
 
 
-for _ir_type, _onnx_op, _opset in (("HSwish", "HardSwish", "opset4"),
-                                   ("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
+for _ir_type, _onnx_op, _opset in (("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
     converter(_ir_type, _opset)(_unary(_onnx_op))
+
+
+@converter("HSwish", "opset4")
+def hswish(ctx: LayerContext) -> ir.Value:
+    """ONNX HardSwish; onnxruntime expands it into HardSigmoid, which it runs in f32 only: other float types are
+    computed in f32 (as OpenVINO's CPU plugin computes them)."""
+    et = ctx.input_type(0)
+    if et.name == "f64":
+        y = ctx.b.op("HardSwish", [ctx.b.cast(ctx.inputs[0], ir.DataType.FLOAT)])
+        return ctx.b.cast(y, ir.DataType.DOUBLE)
+    return float_function(ctx, ctx.inputs[0], et, lambda x: ctx.b.op("HardSwish", [x]))
 
 
 @converter("Mish", "opset4")
@@ -162,5 +172,7 @@ def _prelu(ctx: LayerContext, x: ir.Value, slope: ir.Value, rank: int, srank: in
     b = ctx.b
     if srank <= rank and ctx.input_type(0).name in ("f32", "f64", "f16", "i32", "i64"):
         return b.op("PRelu", [x, slope])
-    zero = b.const(0, ctx.input_type(0).numpy)
-    return b.op("Where", [b.op("Less", [x, zero]), b.op("Mul", [x, slope]), x])
+    et = ctx.input_type(0)
+    zero = b.const(0, et.numpy)
+    scaled = saturating(ctx, et, [x, slope], lambda xs: b.op("Mul", xs))
+    return b.op("Where", [b.op("Less", [x, zero]), scaled, x])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.precision import float_function, in_f32
+from ir2onnx.convert.ops.precision import float_function, in_f32, saturating
 from ir2onnx.convert.registry import converter
 
 
@@ -34,11 +35,31 @@ def _binary(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
+def _saturating_binary(onnx_op: str):  # type: ignore[no-untyped-def]
+    def convert(ctx: LayerContext) -> ir.Value:
+        a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+        return saturating(ctx, ctx.input_type(0), [a, b], lambda ab: ctx.b.op(onnx_op, ab))
+
+    return convert
+
+
 for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Sub")):
-    converter(_ir_type, "opset1")(_binary(_onnx_op))
+    converter(_ir_type, "opset1")(_saturating_binary(_onnx_op))
 
 
-for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min"), ("Power", "Pow")):
+@converter("Power", "opset1")
+def power(ctx: LayerContext) -> ir.Value:
+    """ONNX Pow takes floats, int32 and int64: 16-bit and unsigned integers are raised in int64 and wrapped back;
+    8-bit ones saturate (see precision.py)."""
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    et = ctx.input_type(0)
+    if et.name in ("i16", "u16", "u32", "u64"):
+        y = ctx.b.op("Pow", [ctx.b.cast(a, ir.DataType.INT64), ctx.b.cast(b, ir.DataType.INT64)])
+        return ctx.b.cast(y, onnx_dtype(et))
+    return saturating(ctx, et, [a, b], lambda ab: ctx.b.op("Pow", ab))
+
+
+for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min")):
     converter(_ir_type, "opset1")(_binary(_onnx_op))
 
 
@@ -59,8 +80,12 @@ def not_equal(ctx: LayerContext) -> ir.Value:
 @in_f32
 def squared_difference(ctx: LayerContext) -> ir.Value:
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
-    d = ctx.b.op("Sub", [a, b])
-    return ctx.b.op("Mul", [d, d])
+
+    def square(ab: list[ir.Value]) -> ir.Value:
+        d = ctx.b.op("Sub", ab)
+        return ctx.b.op("Mul", [d, d])
+
+    return saturating(ctx, ctx.input_type(0), [a, b], square)
 
 
 @converter("Divide", "opset1")

@@ -3,7 +3,8 @@
 * f16/bf16 layers are computed in f32 and their outputs rounded once: `in_f32` wraps a converter whose ONNX form
   takes several nodes (each would round in f16 otherwise);
 * float functions of integers (Exp, Sqrt, Sin, Sigmoid, ... of an i32) are computed in f32, rounded half to even
-  and saturated to the integer type: `float_function`.
+  and saturated to the integer type: `float_function`;
+* 8-bit integer arithmetic saturates (i8/u8 Add, Subtract, Multiply, Power, PRelu): `saturating`.
 """
 
 from __future__ import annotations
@@ -66,4 +67,20 @@ def float_function(ctx: LayerContext, x: ir.Value, et: ElementType,
     hi = float(info.max) if et.bits < 64 else float(np.nextafter(np.float64(info.max), 0))
     y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
     y = b.op("Where", [b.op("IsNaN", [y]), b.const(float(info.min), np.float64), y])
+    return b.cast(y, onnx_dtype(et))
+
+
+_SATURATED = ("i8", "u8")
+
+
+def saturating(ctx: LayerContext, et: ElementType, inputs: list[ir.Value],
+               compute: Callable[[list[ir.Value]], ir.Value]) -> ir.Value:
+    """`compute` on `inputs` of type `et`; for i8/u8 computed in int32 (exact for these ops' 8-bit operands) and
+    clipped into the type, as the CPU plugin's 8-bit arithmetic saturates."""
+    if et.name not in _SATURATED:
+        return compute(inputs)
+    b = ctx.b
+    y = compute([b.cast(v, ir.DataType.INT32) for v in inputs])
+    info = np.iinfo(et.numpy)
+    y = b.op("Clip", [y, b.const(int(info.min), np.int32), b.const(int(info.max), np.int32)])
     return b.cast(y, onnx_dtype(et))

@@ -12,7 +12,10 @@ from ir2onnx.convert.registry import converter
 @converter("Convert", "opset1")
 def convert(ctx: LayerContext) -> ir.Value:
     et = ctx.attr_type("destination_type")
-    out = ctx.b.cast(ctx.inputs[0], onnx_dtype(et))
+    x = ctx.inputs[0]
+    if ctx.input_type(0).name == "f64" and et.name != "f64":  # the CPU plugin holds f64 values in f32
+        x = ctx.b.cast(x, ir.DataType.FLOAT)
+    out = ctx.b.cast(x, onnx_dtype(et))
     set_value_type(out, et)
     return out
 
