@@ -1,3 +1,5 @@
+import sys
+
 from ir2onnx.cli import main
 
-main()
+sys.exit(main())

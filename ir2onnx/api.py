@@ -13,6 +13,7 @@ import onnx_ir as ir
 from ir2onnx.check.report import CheckReport, OutputComparison
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
+from ir2onnx.convert.validate_onnx import validate_model
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
@@ -31,7 +32,8 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
         fuse_recurrent(out)
     if optimize:
         apply_default_passes(out)
-        layer_map.refresh(out)  # passes may have removed values
+    layer_map.refresh(out)  # passes may have removed values
+    validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out

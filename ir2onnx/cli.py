@@ -1,130 +1,91 @@
-"""Command line: `ir2onnx convert`, `ir2onnx info`, `ir2onnx ops`. Flags -> API -> report and exit code."""
+"""Command line: `ir2onnx convert`, `check`, `info`, `ops`. Flags -> API -> report and exit code.
+
+Built on argparse (standard library) so that the command starts at once: `--help`, `ops` and `info` load neither
+onnx nor the converters, and rich (tables, progress display) is imported only when something is drawn.
+"""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import logging
 import sys
 import traceback
-from enum import Enum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
-from rich.console import Console
-from rich.table import Table
+from typing import Any
 
 from ir2onnx.errors import ConversionError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+WEIGHT_MODES = ("reference", "copy", "inline")  # as ir2onnx.write.WEIGHT_MODES (not imported: it loads onnx-ir)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Convert OpenVINO IR (TensorIterator and Loop included) to ONNX.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True)
+_WEIGHTS_HELP = (
+    "where the weights go. reference: the ONNX file points into the IR's .bin (no copy; the .onnx then needs the "
+    ".bin at the same path relative to it, in its directory or below), weights the conversion computes go to "
+    "OUT.onnx.data. copy: all to OUT.onnx.data. inline: all inside the .onnx (< 2 GiB). Default: reference when "
+    "the output's directory holds the .bin, else copy")
 
 
-def _fail(e: BaseException, debug: bool) -> None:
+@functools.cache
+def _console(stderr: bool = False) -> Any:
+    """rich's console for tables and progress displays, made when first needed."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True) if stderr else Console(soft_wrap=True)
+
+
+def _say(text: str, *, stderr: bool = False) -> None:
+    print(text, file=sys.stderr if stderr else sys.stdout, flush=True)
+
+
+def _fail(e: BaseException, debug: bool) -> int:
     if debug:
         traceback.print_exception(e)
     if isinstance(e, ConversionError):
-        err.print(f"error: {e}", markup=False, highlight=False)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    err.print(f"internal error: {type(e).__name__}: {e}", markup=False, highlight=False)
-    raise typer.Exit(EXIT_INTERNAL)
+        _say(f"error: {e}", stderr=True)
+        return EXIT_BAD_INPUT
+    _say(f"internal error: {type(e).__name__}: {e}", stderr=True)
+    return EXIT_INTERNAL
 
 
-class WeightMode(str, Enum):
-    reference = "reference"
-    copy = "copy"
-    inline = "inline"
-
-
-@app.command()
-def convert(
-    model: Annotated[Path, typer.Argument(help="The IR's model.xml")],
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="ONNX file (default: MODEL with .onnx)")] = None,
-    bin_path: Annotated[Optional[Path], typer.Option("--bin", help="Weights file (default: MODEL with .bin)")] = None,
-    opset: Annotated[Optional[int], typer.Option(
-        help="Force this ONNX opset (default: the lowest, from 17, that expresses every layer)")] = None,
-    check: Annotated[bool, typer.Option("--check", help="Run onnxruntime and compare with OpenVINO")] = False,
-    device: Annotated[str, typer.Option(help="cpu or cuda (for --check)")] = "cpu",
-    inputs: Annotated[Optional[Path], typer.Option(help=".npz with the check's inputs, keyed by input name")] = None,
-    rtol: Annotated[float, typer.Option(help="Relative tolerance of the check")] = 1e-4,
-    atol: Annotated[float, typer.Option(help="Absolute tolerance of the check")] = 1e-5,
-    seed: Annotated[int, typer.Option(help="Seed of the check's random inputs")] = 0,
-    timeout: Annotated[float, typer.Option(help="Seconds each runtime may run in the check")] = 60.0,
-    layerwise: Annotated[bool, typer.Option("--layerwise", help="Compare every layer; name the first that differs")] = False,
-    report_path: Annotated[Optional[Path], typer.Option("--report", help="Write the check's report as JSON")] = None,
-    optimize: Annotated[bool, typer.Option(help="Apply the default ONNX passes")] = True,
-    fuse: Annotated[bool, typer.Option(help="Fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node "
-                                            "(--no-fuse keeps the loops)")] = True,
-    weights: Annotated[Optional[WeightMode], typer.Option(
-        help="Where the weights go. reference: the ONNX file points into the IR's .bin (no copy; the .onnx then "
-             "needs the .bin at the same path relative to it, in its directory or below), weights the conversion "
-             "computes go to OUT.onnx.data. copy: all to OUT.onnx.data. inline: all inside the .onnx (< 2 GiB). "
-             "Default: reference when the output's directory holds the .bin, else copy.",
-        show_default=False)] = None,
-    external_data: Annotated[Optional[bool], typer.Option(
-        help="Older spelling: --external-data is --weights copy, --no-external-data is --weights inline")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no 'wrote' line")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
-) -> None:
+def convert(a: argparse.Namespace) -> int:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
     from ir2onnx._lazy import defer_symbolic_shapes
 
     defer_symbolic_shapes()  # onnx-ir's sympy is only needed for shape arithmetic the conversion does not do
     import ir2onnx
 
-    bar = _progress_bar(quiet)
-    if quiet:
+    bar = _WriteProgress(not a.quiet and sys.stderr.isatty())
+    if a.quiet:
         logging.getLogger("ir2onnx").setLevel(logging.WARNING)
     try:
-        if device not in ("cpu", "cuda"):
-            raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
-        if check and device == "cuda":
+        if a.device not in ("cpu", "cuda"):
+            raise ConversionError(f"unknown device '{a.device}' (cpu or cuda)")
+        if a.check and a.device == "cuda":
             from ir2onnx.check.onnxruntime_run import cuda_available, cuda_unavailable_reason
 
             if not cuda_available():
                 raise ConversionError(f"--device cuda: {cuda_unavailable_reason()}")
         with bar:
-            path = ir2onnx.convert_file(model, output, bin_path, opset=opset, optimize=optimize, fuse=fuse,
-                                        weights=weights.value if weights is not None else None,
-                                        external_data=external_data, progress=bar.update)
-        if not quiet:
-            out.print(f"wrote {path}", markup=False, highlight=False)
-        if not check:
-            return
+            path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize, fuse=a.fuse,
+                                        weights=a.weights, external_data=a.external_data, progress=bar.update)
+        if not a.quiet:
+            _say(f"wrote {path}")
+        if not a.check:
+            return EXIT_OK
     except Exception as e:  # noqa: BLE001  every failure becomes one readable line and an exit code
-        _fail(e, debug)
-        return
-    _check(model, path, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug, quiet)
+        return _fail(e, a.debug)
+    return _check(a.model, path, a)
 
 
-@app.command("check")
-def check_command(
-    model: Annotated[Path, typer.Argument(help="The IR's model.xml")],
-    onnx_model: Annotated[Path, typer.Argument(metavar="MODEL.onnx", help="The ONNX model to compare with the IR")],
-    bin_path: Annotated[Optional[Path], typer.Option("--bin", help="Weights file (default: MODEL with .bin)")] = None,
-    inputs: Annotated[Optional[Path], typer.Option(help=".npz with the inputs, keyed by input name")] = None,
-    device: Annotated[str, typer.Option(help="cpu or cuda: where onnxruntime runs")] = "cpu",
-    report_path: Annotated[Optional[Path], typer.Option("--report", help="Write the report as JSON")] = None,
-    rtol: Annotated[float, typer.Option(help="Relative tolerance")] = 1e-4,
-    atol: Annotated[float, typer.Option(help="Absolute tolerance")] = 1e-5,
-    seed: Annotated[int, typer.Option(help="Seed of the default inputs")] = 0,
-    timeout: Annotated[float, typer.Option(help="Seconds each runtime may run")] = 60.0,
-    layerwise: Annotated[bool, typer.Option("--layerwise", help="Compare every layer; name the first that differs")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display")] = False,
-    debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
-) -> None:
+def check(a: argparse.Namespace) -> int:
     """Compare an existing ONNX model with the IR (exit 0 equal, 1 mismatch, 2 bad input)."""
-    _check(model, onnx_model, bin_path, inputs, device, rtol, atol, seed, timeout, layerwise, report_path, debug,
-           quiet)
+    return _check(a.model, a.onnx_model, a)
 
 
-def _check(model: Path, onnx_path: Path, bin_path: Optional[Path], inputs: Optional[Path], device: str, rtol: float,
-           atol: float, seed: int, timeout: float, layerwise: bool, report_path: Optional[Path], debug: bool,
-           quiet: bool) -> None:
+def _check(model: Path, onnx_path: Path, a: argparse.Namespace) -> int:
     """The check shared by `convert --check` and `check`: report on the console (and as JSON), exit code."""
     import ir2onnx
     from ir2onnx.check.render import print_report, write_report
@@ -132,17 +93,15 @@ def _check(model: Path, onnx_path: Path, bin_path: Optional[Path], inputs: Optio
     try:
         if not onnx_path.is_file():
             raise ConversionError(f"cannot read the ONNX model {onnx_path}: no such file")
-        with _status("checking: onnxruntime and OpenVINO run the model", quiet):
-            report = ir2onnx.check(model, str(onnx_path), bin_path=bin_path, inputs=inputs, device=device,
-                                   rtol=rtol, atol=atol, seed=seed, timeout=timeout, layerwise=layerwise)
-        print_report(out, report)
-        if report_path is not None:
-            write_report(report_path, report)
+        with _status("checking: onnxruntime and OpenVINO run the model", a.quiet):
+            report = ir2onnx.check(model, str(onnx_path), bin_path=a.bin_path, inputs=a.inputs, device=a.device,
+                                   rtol=a.rtol, atol=a.atol, seed=a.seed, timeout=a.timeout, layerwise=a.layerwise)
+        print_report(_console(), report)
+        if a.report_path is not None:
+            write_report(a.report_path, report)
     except Exception as e:  # noqa: BLE001
-        _fail(e, debug)
-        return
-    if not report.passed:
-        raise typer.Exit(EXIT_MISMATCH)
+        return _fail(e, a.debug)
+    return EXIT_OK if report.passed else EXIT_MISMATCH
 
 
 class _WriteProgress:
@@ -150,8 +109,8 @@ class _WriteProgress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._progress = None
-        self._task = None
+        self._progress: Any = None
+        self._task: Any = None
 
     def __enter__(self) -> _WriteProgress:
         return self
@@ -163,7 +122,7 @@ class _WriteProgress:
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
             self._progress = Progress(TextColumn("writing weights"), BarColumn(), DownloadColumn(),
-                                      TransferSpeedColumn(), console=err, transient=True)
+                                      TransferSpeedColumn(), console=_console(stderr=True), transient=True)
             self._progress.start()
             self._task = self._progress.add_task("weights", total=total)
         self._progress.update(self._task, completed=done)
@@ -176,43 +135,36 @@ class _WriteProgress:
 _PROGRESS_MIN_BYTES = 64 << 20  # below this, writing takes a moment: no bar
 
 
-def _progress_bar(quiet: bool) -> _WriteProgress:
-    return _WriteProgress(not quiet and err.is_terminal)
-
-
-def _status(message: str, quiet: bool):  # type: ignore[no-untyped-def]
+def _status(message: str, quiet: bool) -> Any:
     """A spinner on stderr while a longer step runs (only on a terminal, and not --quiet)."""
-    if quiet or not err.is_terminal:
+    if quiet or not sys.stderr.isatty():
         return contextlib.nullcontext()
-    return err.status(message)
+    return _console(stderr=True).status(message)
 
 
-@app.command()
-def info(
-    model: Annotated[Path, typer.Argument(help="The IR's model.xml")],
-    debug: Annotated[bool, typer.Option(help="Show tracebacks")] = False,
-) -> None:
+def info(a: argparse.Namespace) -> int:
     """Op counts and the structure of every TensorIterator/Loop."""
     from ir2onnx.info import describe_loops, op_counts
     from ir2onnx.ir.xml_reader import read_xml
 
     try:
-        ir_model = read_xml(str(model))
+        ir_model = read_xml(str(a.model))
     except Exception as e:  # noqa: BLE001
-        _fail(e, debug)
-        return
-    table = Table(title=f"{model} (IR v{ir_model.ir_version})")
+        return _fail(e, a.debug)
+    from rich.table import Table
+
+    table = Table(title=f"{a.model} (IR v{ir_model.ir_version})")
     table.add_column("op")
     table.add_column("count", justify="right")
     for op, n in sorted(op_counts(ir_model.graph).items()):
         table.add_row(op, str(n))
-    out.print(table)
+    _console().print(table)
     for line in describe_loops(ir_model.graph):
-        out.print(line, markup=False, highlight=False)
+        _say(line)
+    return EXIT_OK
 
 
-@app.command()
-def ops() -> None:
+def ops(a: argparse.Namespace) -> int:
     """The supported IR op types and the opsets of their versions."""
     from ir2onnx._lazy import defer_import
 
@@ -221,16 +173,86 @@ def ops() -> None:
     from ir2onnx.convert.registry import registered
 
     for name, versions in registered().items():
-        out.print(f"{name}: " + ", ".join(f"opset{v}" for v in versions), markup=False, highlight=False)
+        _say(f"{name}: " + ", ".join(f"opset{v}" for v in versions))
+    return EXIT_OK
 
 
-def main() -> None:
+def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
+    """The check's options, shared by `convert --check` and `check`."""
+    what = "the check's " if in_convert else "the "
+    p.add_argument("--inputs", type=Path, metavar="FILE.npz", help=f".npz with {what}inputs, keyed by input name")
+    p.add_argument("--device", default="cpu", metavar="cpu|cuda",
+                   help="cpu or cuda (for --check)" if in_convert else "cpu or cuda: where onnxruntime runs")
+    p.add_argument("--rtol", type=float, metavar="R", default=1e-4, help="relative tolerance (default 1e-4)")
+    p.add_argument("--atol", type=float, metavar="A", default=1e-5, help="absolute tolerance (default 1e-5)")
+    p.add_argument("--seed", type=int, metavar="S", default=0, help=f"seed of {what}random inputs (default 0)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
+                   help="seconds each runtime may run (default 60)")
+    p.add_argument("--layerwise", action="store_true", help="compare every layer; name the first that differs")
+    p.add_argument("--report", dest="report_path", type=Path, metavar="FILE.json", help=f"write {what}report as JSON")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ir2onnx",
+                                description="Convert OpenVINO IR (TensorIterator and Loop included) to ONNX.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("convert", help="convert MODEL.xml to ONNX, optionally checking it against OpenVINO",
+                       description=convert.__doc__)
+    c.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
+    c.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", help="ONNX file (default: MODEL with .onnx)")
+    c.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
+                   help="weights file (default: MODEL with .bin)")
+    c.add_argument("--opset", type=int, metavar="N",
+                   help="force this ONNX opset (default: the lowest, from 17, that expresses every layer)")
+    c.add_argument("--check", action="store_true", help="run onnxruntime and compare with OpenVINO")
+    _check_options(c, in_convert=True)
+    c.add_argument("--optimize", action=argparse.BooleanOptionalAction, default=True,
+                   help="apply the default ONNX passes (default: on)")
+    c.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=True,
+                   help="fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node (default: on; "
+                        "--no-fuse keeps the loops)")
+    c.add_argument("--weights", choices=WEIGHT_MODES, help=_WEIGHTS_HELP)
+    c.add_argument("--external-data", action=argparse.BooleanOptionalAction, default=None,
+                   help="older spelling: --external-data is --weights copy, --no-external-data is --weights inline")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress display and no 'wrote' line")
+    c.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
+    c.set_defaults(run=convert)
+
+    k = sub.add_parser("check", help="compare an existing ONNX model with the IR", description=check.__doc__)
+    k.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
+    k.add_argument("onnx_model", type=Path, metavar="MODEL.onnx", help="the ONNX model to compare with the IR")
+    k.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
+                   help="weights file (default: MODEL with .bin)")
+    _check_options(k, in_convert=False)
+    k.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    k.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
+    k.set_defaults(run=check)
+
+    i = sub.add_parser("info", help="op counts and the structure of every TensorIterator/Loop",
+                       description=info.__doc__)
+    i.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
+    i.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
+    i.set_defaults(run=info)
+
+    o = sub.add_parser("ops", help="the supported IR op types and the opsets of their versions",
+                       description=ops.__doc__)
+    o.set_defaults(run=ops)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler(sys.stderr)  # the library's notes (e.g. the opset chosen) go to stderr
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("ir2onnx")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
-    app(prog_name="ir2onnx")
+    p = parser()
+    a = p.parse_args(argv)
+    if a.command is None:
+        p.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    return int(a.run(a))
 
 
 if __name__ == "__main__":

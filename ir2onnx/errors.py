@@ -66,3 +66,7 @@ class LayerConversionError(ConversionError):
 
 class CheckError(ConversionError):
     """The check could not run (missing runtime, bad inputs file, unavailable device)."""
+
+
+class InvalidModelError(ConversionError):
+    """The ONNX model built from the IR fails the ONNX checker or onnxruntime; names the IR layer responsible."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def _status_kb(pid: int, key: str) -> int:
 
 
 def run_measured(cmd: list[str]) -> dict[str, float]:
-    """Run `cmd`; sample its anonymous memory every 5 ms; VmHWM read just before it exits (via its own report)."""
+    """Run `cmd`; sample its anonymous memory (RssAnon) and peak RSS (VmHWM) every 5 ms; CPU seconds it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_anon = 0
@@ -95,7 +97,9 @@ def run_measured(cmd: list[str]) -> dict[str, float]:
     t.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out}\n{err}")
-    return {"wall": wall, "anon_mb": peak_anon / 1024, "hwm_mb": peak_hwm / 1024}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {"wall": wall, "cpu": cpu, "anon_mb": peak_anon / 1024, "hwm_mb": peak_hwm / 1024}
 
 
 def raw_read(path: Path) -> float:
@@ -120,8 +124,8 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.07, help="weights size in GB (default 1.07)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per mode; the median is reported")
     args = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    os.environ.update(env)
+    os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as an installed package has it
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         xml = build_ir(d, args.gb)
@@ -130,29 +134,32 @@ def main() -> None:
         gb = size / 1e9
         raw_read(bin_path)  # warm the page cache
         print(f"IR: {gb:.3f} GB of weights; page cache warmed (the .bin read once before timing); "
-              f"{os.cpu_count()} CPUs; median of {args.repeat}")
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; median of {args.repeat} runs "
+              "after one warm-up run")
         t_raw = statistics.median(raw_read(bin_path) for _ in range(args.repeat))
         print(f"{'raw read of the .bin':34s} {t_raw:7.2f} s  {gb / t_raw:6.2f} GB/s")
         ov_times = [t for t in (openvino_read(xml) for _ in range(args.repeat)) if t is not None]
         if ov_times:
             t_ov = statistics.median(ov_times)
             print(f"{'OpenVINO read_model (in process)':34s} {t_ov:7.2f} s  {gb / t_ov:6.2f} GB/s")
-        t_import = statistics.median(run_measured([sys.executable, "-c", "import ir2onnx.api"])["wall"]
-                                     for _ in range(args.repeat))
-        print(f"{'python + import ir2onnx.api':34s} {t_import:7.2f} s")
-        print(f"{'ir2onnx convert --weights MODE':34s} {'time':>7s}    {'GB/s':>6s}  {'peak RSS':>9s}  "
+        for cli in (["--help"], ["ops"], ["info", str(xml)]):
+            run_measured([sys.executable, "-m", "ir2onnx", *cli])
+            t = statistics.median(run_measured([sys.executable, "-m", "ir2onnx", *cli])["wall"]
+                                  for _ in range(args.repeat))
+            print(f"{'ir2onnx ' + cli[0]:34s} {t:7.2f} s  (whole process)")
+        print(f"{'ir2onnx convert --weights MODE':34s} {'time':>7s}    {'GB/s':>6s}  {'CPU':>6s}  {'peak RSS':>9s}  "
               f"{'peak private':>12s}  {'private/weights':>15s}")
         for mode in ("reference", "copy"):
             out = d / "out" / "model.onnx" if mode == "copy" else d / "model.onnx"
-            runs = []
-            for _ in range(args.repeat):
-                runs.append(run_measured([sys.executable, "-m", "ir2onnx", "convert", str(xml), "-o", str(out),
-                                          "--weights", mode, "--quiet"]))
+            cmd = [sys.executable, "-m", "ir2onnx", "convert", str(xml), "-o", str(out), "--weights", mode, "--quiet"]
+            run_measured(cmd)  # warm-up
+            runs = [run_measured(cmd) for _ in range(args.repeat)]
             wall = statistics.median(r["wall"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             anon = max(r["anon_mb"] for r in runs)
             hwm = max(r["hwm_mb"] for r in runs)
             written = sum(p.stat().st_size for p in out.parent.glob(out.name + "*"))
-            print(f"{'  ' + mode:34s} {wall:7.2f} s  {gb / wall:6.2f}  {hwm:7.0f} MB  {anon:10.0f} MB  "
+            print(f"{'  ' + mode:34s} {wall:7.2f} s  {gb / wall:6.2f}  {cpu:5.2f}s  {hwm:7.0f} MB  {anon:10.0f} MB  "
                   f"{anon * 1.048576e6 / size:15.3f}   (wrote {written / 1e9:.3f} GB)")
 
 

@@ -1,84 +1,309 @@
-"""Time a TensorIterator-over-LSTMCell IR in OpenVINO (CPU, f32) and its conversion in onnxruntime, in one run.
+"""Time recurrent networks in OpenVINO (CPU, f32) and their ONNX conversions in onnxruntime, with equal thread counts.
 
-Prints the median latency of each and the ratio onnxruntime / OpenVINO (below 1 means the ONNX model is faster),
-plus the ratio of the default conversion to the one without optimisation passes (--no-optimize form).
-Needs `pip install openvino`. Usage: python scripts/bench_recurrent.py [--steps 100] [--hidden 256] [--repeat 20]
+For each network: onnxruntime on the default conversion (recurrent loops fused into ONNX LSTM/GRU/RNN), onnxruntime
+on the `fuse=False` conversion (the literal Scan/Loop), and OpenVINO on the IR. Outputs are compared before timing;
+each runtime is warmed up and timed in its own block; medians in ms and the ratios onnxruntime / OpenVINO (below 1:
+the ONNX model is faster) are printed.
+
+Networks: the specification's TensorIterator over LSTMCell (input 512, hidden 256) at several lengths and batches,
+the same over GRUCell and RNNCell, Keras LSTM / GRU / bidirectional LSTM layers (input 128, hidden 256, T=100) in the
+form OpenVINO's TensorFlow frontend gives them (a Loop over MatMul + gate Split + Sigmoid/Tanh with counters, a
+Gather per step and a TensorList buffer; rebuilt here with OpenVINO's Python API, the structure checked against
+tests/fixtures/rnn_keras_*), and a Loop with a generic (non-cell) body.
+
+Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import make_session
+from ir2onnx.errors import ConversionError
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
 
-def ti_lstm(steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
+def _w(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return (rng.standard_normal(shape) * 0.05).astype(np.float32)
+
+
+# ---- networks
+
+
+def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
+    """TensorIterator over one LSTMCell/GRUCell/RNNCell on axis 1; outputs the concatenated H."""
     rng = np.random.default_rng(0)
+    g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
     X = ops.parameter([batch, steps, inputs], np.float32, name="X")
     H0 = ops.parameter([batch, hidden], np.float32, name="H0")
-    C0 = ops.parameter([batch, hidden], np.float32, name="C0")
+    params = [X, H0]
     bx = ops.parameter([batch, 1, inputs], np.float32)
     bh = ops.parameter([batch, hidden], np.float32)
-    bc = ops.parameter([batch, hidden], np.float32)
-    cell = ops.lstm_cell(ops.squeeze(bx, [1]), bh, bc,
-                         ops.constant((rng.standard_normal((4 * hidden, inputs)) * 0.05).astype(np.float32)),
-                         ops.constant((rng.standard_normal((4 * hidden, hidden)) * 0.05).astype(np.float32)),
-                         ops.constant(np.zeros(4 * hidden, np.float32)), hidden)
-    r_h, r_c, r_y = ops.result(cell.output(0)), ops.result(cell.output(1)), ops.result(ops.unsqueeze(cell.output(0), 1))
+    body_params = [bx, bh]
+    x = ops.squeeze(bx, [1])
+    w, r, b = ops.constant(_w(rng, g * hidden, inputs)), ops.constant(_w(rng, g * hidden, hidden)), \
+        ops.constant(_w(rng, g * hidden))
+    if kind == "lstm":
+        C0 = ops.parameter([batch, hidden], np.float32, name="C0")
+        bc = ops.parameter([batch, hidden], np.float32)
+        params.append(C0)
+        body_params.append(bc)
+        cell = ops.lstm_cell(x, bh, bc, w, r, b, hidden)
+        new_h, new_c = cell.output(0), cell.output(1)
+    elif kind == "gru":
+        new_h, new_c = ops.gru_cell(x, bh, w, r, b, hidden).output(0), None
+    else:
+        new_h, new_c = ops.rnn_cell(x, bh, w, r, b, hidden, ["tanh"], [], [], 0.0).output(0), None
+    r_h, r_y = ops.result(new_h), ops.result(ops.unsqueeze(new_h, 1))
+    results = [r_h, r_y] + ([ops.result(new_c)] if new_c is not None else [])
     ti = ops.tensor_iterator()
-    ti.set_body(ov.Model([r_h, r_c, r_y], [bx, bh, bc]))
+    ti.set_body(ov.Model(results, body_params))
     ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
     ti.set_merged_input(bh, H0.output(0), r_h.output(0))
-    ti.set_merged_input(bc, C0.output(0), r_c.output(0))
-    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X, H0, C0])
+    if kind == "lstm":
+        ti.set_merged_input(body_params[2], params[2].output(0), results[2].output(0))
+    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], params)
 
 
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
+def _keras_cell(kind: str, rng: np.random.Generator, x: Any, h: Any, c: Any, inputs: int, hidden: int) -> list[Any]:
+    """The cell as the TensorFlow frontend writes Keras' LSTMCell / GRUCell (reset_after)."""
+    H = hidden
+    if kind == "lstm":
+        z = ops.add(ops.add(ops.matmul(x, ops.constant(_w(rng, 4 * H, inputs)), False, True),
+                            ops.matmul(h, ops.constant(_w(rng, 4 * H, H)), False, True)),
+                    ops.constant(_w(rng, 1, 4 * H)))
+        i, f, g, o = ops.split(z, ops.constant(np.int32(1)), 4).outputs()
+        c_new = ops.add(ops.multiply(ops.sigmoid(f), c), ops.multiply(ops.sigmoid(i), ops.tanh(g)))
+        return [ops.multiply(ops.sigmoid(o), ops.tanh(c_new)), c_new]
+    xz, xr, xn = ops.split(ops.add(ops.matmul(x, ops.constant(_w(rng, 3 * H, inputs)), False, True),
+                                   ops.constant(_w(rng, 1, 3 * H))), ops.constant(np.int32(-1)), 3).outputs()
+    rec = ops.add(ops.matmul(h, ops.constant(_w(rng, 3 * H, H)), False, True), ops.constant(_w(rng, 1, 3 * H)))
+
+    def part(k: int) -> Any:
+        begin = np.array([0, k * H], np.int32)
+        end = np.array([0, (k + 1) * H if k < 2 else 0], np.int32)
+        return ops.strided_slice(rec, begin, end, np.array([1, 1], np.int32), [1, 0] if k else [1, 1],
+                                 [1, 0] if k < 2 else [1, 1])
+    z = ops.sigmoid(ops.add(xz, part(0)))
+    r = ops.sigmoid(ops.add(xr, part(1)))
+    n = ops.tanh(ops.add(xn, ops.multiply(r, part(2))))
+    return [ops.add(ops.multiply(z, h), ops.multiply(ops.subtract(ops.constant(np.ones((1, 1), np.float32)), z), n))]
+
+
+def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidden: int, seed: int) -> Any:
+    """The frontend's Loop: counters, `counter + 1 < steps`, Gather at the counter, ScatterUpdate into a buffer."""
+    rng = np.random.default_rng(seed)
+    i32 = np.int32
+    counter, t = ops.parameter([], i32), ops.parameter([], i32)
+    buf = ops.parameter([steps, -1, -1], np.float32)
+    bh = ops.parameter([-1, hidden], np.float32)
+    xs = ops.parameter([steps, -1, inputs], np.float32)
+    body_params = [xs, bh]
+    bc = None
+    if kind == "lstm":
+        bc = ops.parameter([-1, hidden], np.float32)
+        body_params.append(bc)
+    body_params += [buf, t, counter]
+    one = ops.constant(i32(1))
+    counter_next, t_next = ops.add(counter, one), ops.add(t, one)
+    cond = ops.logical_and(ops.less(counter_next, ops.constant(i32(steps))), ops.less(t_next, ops.constant(i32(steps))))
+    x = ops.gather(xs, t, ops.constant(np.array([0], i32)))
+    new = _keras_cell(kind, rng, x, bh, bc, inputs, hidden)
+    zero1 = ops.constant(np.array([0], np.int64))
+    shape = ops.concat([ops.slice(ops.shape_of(buf, "i32"), zero1, ops.constant(np.array([1], np.int64)),
+                                  ops.constant(np.array([1], np.int64)), zero1), ops.shape_of(new[0], "i32")], 0)
+    written = ops.scatter_update(ops.broadcast(buf, shape), ops.reshape(t, ops.constant(np.array([-1], np.int64)), False),
+                                 ops.unsqueeze(new[0], zero1), zero1)
+    r_cond, r_buf, r_h = ops.result(cond), ops.result(written), ops.result(new[0])
+    results = [r_cond, r_h] + ([ops.result(new[1])] if kind == "lstm" else []) + \
+        [r_buf, ops.result(t_next), ops.result(counter_next)]
+    loop = ops.loop(ops.constant(i32(-1)), ops.constant(True))
+    loop.set_function(ov.Model(results, body_params))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_invariant_input(xs, x_tm.output(0))
+    loop.set_merged_input(bh, zeros.output(0), r_h.output(0))
+    if kind == "lstm":
+        loop.set_merged_input(bc, zeros.output(0), results[2].output(0))  # type: ignore[arg-type]
+    loop.set_merged_input(buf, ops.constant(np.zeros((steps, 1, 1), np.float32)).output(0), r_buf.output(0))
+    loop.set_merged_input(t, ops.constant(i32(0)).output(0), results[-2].output(0))
+    loop.set_merged_input(counter, ops.constant(i32(0)).output(0), results[-1].output(0))
+    return loop.get_iter_value(r_buf.output(0), -1)
+
+
+def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
+    """Keras LSTM / GRU / bidirectional LSTM (return_sequences) as the TensorFlow frontend converts them."""
+    X = ops.parameter([-1, steps, inputs], np.float32, name="input_layer")
+    batch = ops.gather(ops.shape_of(X, "i32"), ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
+    zeros = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([hidden], np.int32))], 0))
+    perm = ops.constant(np.array([1, 0, 2], np.int64))
+    cell = "gru" if kind == "gru" else "lstm"
+    y = _keras_loop(cell, ops.transpose(X, perm), zeros, steps, inputs, hidden, 0)
+    if kind == "bilstm":  # the backward layer reads the reversed sequence and its output is reversed back
+        lens = ops.broadcast(ops.constant(np.int32(steps)), batch)
+        x_rev = ops.reverse_sequence(X, lens, 0, 1)
+        y_b = _keras_loop(cell, ops.transpose(x_rev, perm), zeros, steps, inputs, hidden, 1)
+        y = ops.concat([y, ops.reverse_sequence(y_b, lens, 1, 0)], -1)
+    return ov.Model([ops.transpose(y, perm)], [X])
+
+
+def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
+    """A Loop whose body is no recurrent cell: s' = tanh(s W) * 0.5 + x_t."""
+    rng = np.random.default_rng(0)
+    X = ops.parameter([steps, batch, width], np.float32, name="X")
+    S0 = ops.parameter([batch, width], np.float32, name="S0")
+    bx = ops.parameter([1, batch, width], np.float32)
+    bs = ops.parameter([batch, width], np.float32)
+    s = ops.add(ops.multiply(ops.tanh(ops.matmul(bs, ops.constant(_w(rng, width, width)), False, False)),
+                             ops.constant(np.float32(0.5))), ops.squeeze(bx, [0]))
+    r_c, r_s = ops.result(ops.constant(True)), ops.result(s)
+    r_y = ops.result(ops.unsqueeze(s, 0))
+    loop = ops.loop(ops.constant(np.int64(steps)), ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_s, r_y], [bx, bs]))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 0)
+    loop.set_merged_input(bs, S0.output(0), r_s.output(0))
+    return ov.Model([loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)], [X, S0])
+
+
+def check_keras_form() -> None:
+    """The rebuilt Keras loops have the same body ops as the TensorFlow frontend's (tests/fixtures/rnn_keras_*)."""
+    core = ov.Core()
+    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru")):
+        path = FIXTURES / fixture / "model.xml"
+        if not path.exists():
+            continue
+        ours, theirs = keras_layer(kind, 5, 4, 8), core.read_model(str(path))
+        if _body_ops(ours) != _body_ops(theirs):
+            raise SystemExit(f"the rebuilt Keras {kind} differs from the frontend's: {_body_ops(ours)} vs "
+                             f"{_body_ops(theirs)}")
+
+
+def _body_ops(model: ov.Model) -> collections.Counter[str]:
+    count: collections.Counter[str] = collections.Counter()
+    for op in model.get_ordered_ops():
+        if op.get_type_name() == "Loop":
+            count.update(o.get_type_name() for o in op.get_function().get_ordered_ops()
+                         if o.get_type_name() != "Constant")
+    return count
+
+
+# ---- timing
+
+
+def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
+    """Median wall time of up to `repeat` runs (at least 3, then while within `budget_s`), after two warm-up runs."""
+    for _ in range(2):
+        fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < repeat and (len(times) < 3 or time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
 
 
+def timed_rounds(fns: dict[str, Callable[[], object]], args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
+    """Each runtime timed in its own block, the blocks repeated `rounds` times in turn (a shared machine's load then
+    weighs on all of them alike). Returns the median of each runtime's block medians and the median per-round ratio
+    of each to "openvino"."""
+    blocks: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(args.rounds):
+        for k, fn in fns.items():
+            blocks[k].append(median_ms(fn, args.repeat, args.budget))
+    ratios = {k: statistics.median(a / b for a, b in zip(v, blocks["openvino"])) for k, v in blocks.items()}
+    return {k: statistics.median(v) for k, v in blocks.items()}, ratios
+
+
+def ort_session(proto: Any, threads: int) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
+    xml = d / "model.xml"
+    ov.save_model(model, str(xml), compress_to_fp16=False)
+    config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": args.threads}
+    request = ov.Core().compile_model(str(xml), "CPU", config).create_infer_request()
+    ref = [np.array(v) for v in request.infer(feed).values()]
+    runs = {}
+    try:
+        for label, fuse in (("fused", True), ("loop", False)):
+            proto = ir2onnx.convert(xml, fuse=fuse)
+            session = ort_session(proto, args.threads)
+            names = [i.name for i in session.get_inputs()]
+            got = session.run(None, dict(zip(names, feed)))
+            err = max(float(np.max(np.abs(g - r))) for g, r in zip(got, ref))
+            if err > 1e-3:
+                raise SystemExit(f"{name} ({label}): max abs difference {err:.3g} from OpenVINO")
+            kinds = sum(n.op_type in ("LSTM", "GRU", "RNN") for n in proto.graph.node)
+            runs[label] = (session, names, err, kinds)
+    except ConversionError as e:
+        print(f"{name:<40} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
+        return
+    fns: dict[str, Callable[[], object]] = {"openvino": lambda: request.infer(feed)}
+    for k, (sess, names, _, _) in runs.items():
+        fns[k] = lambda s=sess, n=names: s.run(None, dict(zip(n, feed)))
+    t, ratio = timed_rounds(fns, args)
+    fused_nodes = runs["fused"][3]
+    print(f"{name:<40} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
+          f"{ratio['loop']:>9.2f} {'yes' if fused_nodes else 'no':>6} {runs['fused'][2]:>9.1e}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--inputs", type=int, default=128)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads of both runtimes")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs per measurement (at most)")
+    ap.add_argument("--budget", type=float, default=5.0, help="seconds per block after 3 runs")
+    ap.add_argument("--rounds", type=int, default=3, help="blocks per runtime, taken in turn")
+    ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
     args = ap.parse_args()
-    print(f"TensorIterator over LSTMCell: T={args.steps}, input={args.inputs}, hidden={args.hidden}")
-    print(f"{'batch':>5} {'openvino ms':>12} {'onnx ms':>9} {'onnx/ov':>8} {'onnx unopt ms':>14} {'opt/unopt':>9}")
-    with tempfile.TemporaryDirectory() as d:
+    check_keras_form()
+    print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO, "
+          "median over the rounds")
+    print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
+          f"{'fused?':>6} {'max err':>9}")
+    rng = np.random.default_rng(1)
+
+    def f32(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(np.float32)
+
+    cases: list[tuple[str, Callable[[], ov.Model], Callable[[], list[np.ndarray]]]] = []
+    for steps in ((100,) if args.quick else (25, 100, 1000)):
         for batch in (1, 16):
-            xml = Path(d) / f"ti_{batch}.xml"
-            ov.save_model(ti_lstm(args.steps, batch, args.inputs, args.hidden), str(xml), compress_to_fp16=False)
-            rng = np.random.default_rng(1)
-            feed = [rng.standard_normal((batch, args.steps, args.inputs)).astype(np.float32),
-                    np.zeros((batch, args.hidden), np.float32), np.zeros((batch, args.hidden), np.float32)]
-            compiled = ov.Core().compile_model(str(xml), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-            request = compiled.create_infer_request()
-            t_ov = median_ms(lambda: request.infer(feed), args.repeat)
-            results = []
-            for optimize in (True, False):
-                session = make_session(ir2onnx.convert(xml, optimize=optimize))
-                names = [i.name for i in session.get_inputs()]
-                results.append(median_ms(lambda s=session: s.run(None, dict(zip(names, feed))), args.repeat))
-            t_opt, t_unopt = results
-            print(f"{batch:>5} {t_ov:>12.2f} {t_opt:>9.2f} {t_opt / t_ov:>8.2f} {t_unopt:>14.2f} {t_opt / t_unopt:>9.2f}")
+            cases.append((f"TI LSTMCell 512/256 T={steps} B={batch}", lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
+                          lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
+    for kind in ("gru", "rnn"):
+        for batch in (1, 16):
+            cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),
+                          lambda b=batch: [f32(b, 100, 512), f32(b, 256)]))
+    for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM")):
+        for batch in (1, 16):
+            cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
+                          lambda b=batch: [f32(b, 100, 128)]))
+    for batch in (1, 16):
+        cases.append((f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
+                      lambda b=batch: [f32(100, b, 256), f32(b, 256)]))
+    for name, make, feed in cases:
+        with tempfile.TemporaryDirectory() as d:
+            bench(name, make(), feed(), args, Path(d))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ LAST_OPSET = 16
 
 # Builder helpers that emit one ONNX op of the same meaning.
 _HELPERS = {"slice": "Slice", "reshape": "Reshape", "cast": "Cast", "concat": "Concat", "squeeze": "Squeeze",
-            "unsqueeze": "Unsqueeze", "shape_of": "Shape", "identity": "Identity"}
+            "unsqueeze": "Unsqueeze", "shape_of": "Shape", "identity": "Identity", "dft": "DFT"}
 _OP_CALL = re.compile(r"\.op(?:_multi)?\(\s*\"([A-Za-z]+)\"")
 _OP_ARG = re.compile(r"\b_?[a-z_]+\((?:ctx,\s*)?\"([A-Z][A-Za-z]+)\"")  # an op name handed to a helper
 _REDUCE_CALL = re.compile(r"\.reduce\(\s*\"([A-Za-z]+)\"")

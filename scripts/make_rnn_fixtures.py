@@ -13,9 +13,9 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import openvino as ov  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import numpy as np
+import openvino as ov
+import tensorflow as tf
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 STEPS, INPUTS, HIDDEN = 5, 4, 8

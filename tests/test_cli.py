@@ -133,3 +133,17 @@ def test_check_mismatch_exits_1(tmp_path: Path) -> None:
                         n.op_type = "Add"
     report = ir2onnx.check(xml, proto)
     assert report.reference and not report.passed
+
+
+def test_no_fuse_keeps_the_recurrent_loop(tmp_path: Path) -> None:
+    import onnx
+
+    from tests.utils import count_ops
+
+    fused, literal = tmp_path / "fused.onnx", tmp_path / "literal.onnx"
+    for out, flags in ((fused, ()), (literal, ("--no-fuse",))):
+        r = run("convert", str(SAMPLES / "ti_lstm" / "model.xml"), "-o", str(out), "--check", *flags)
+        assert r.returncode == 0, r.stdout + r.stderr
+    a, b = onnx.load(str(fused)), onnx.load(str(literal))
+    assert count_ops(a, "Scan") == 0 and count_ops(a, "LSTM") == 1
+    assert count_ops(b, "Scan") == 1 and count_ops(b, "LSTM") == 1

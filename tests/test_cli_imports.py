@@ -27,7 +27,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stder
 HEAVY = ("onnx", "onnx_ir._core", "sympy", "onnxruntime", "openvino", "ir2onnx.api", "ir2onnx.convert.model")
 
 
-@pytest.mark.parametrize("args", [["--help"], ["convert", "--help"], ["ops"],
+@pytest.mark.parametrize("args", [["--help"], ["convert", "--help"], ["check", "--help"], ["ops"],
                                   ["info", str(ROOT / "samples" / "nested" / "model.xml")]])
 def test_light_commands_load_no_heavy_modules(args: list[str]) -> None:
     r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True, cwd=ROOT,
@@ -36,7 +36,8 @@ def test_light_commands_load_no_heavy_modules(args: list[str]) -> None:
     assert result["code"] in (0, None), r.stdout + r.stderr
     assert r.stdout.strip()
     loaded = set(result["modules"])
-    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    heavy_here = HEAVY if args[0] == "info" else (*HEAVY, "rich")  # only info draws a table
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in heavy_here))
     assert not heavy, f"{args} loaded {heavy[:10]}"
 
 
@@ -66,4 +67,12 @@ def test_convert_does_not_load_sympy(tmp_path: Path) -> None:
     assert (tmp_path / "m.onnx").exists()
     loaded = set(result["modules"])
     assert "onnx_ir._core" in loaded and not any(m.startswith("sympy.") for m in loaded)
-    assert not any(m.split(".")[0] in ("onnxruntime", "openvino") for m in loaded)
+    # onnxruntime is loaded: every converted model is validated by loading it in a session before it is written
+    assert not any(m.split(".")[0] == "openvino" for m in loaded)
+
+
+def test_cli_weight_modes_are_the_writers() -> None:
+    from ir2onnx.cli import WEIGHT_MODES
+    from ir2onnx.write import WEIGHT_MODES as WRITER_MODES
+
+    assert WEIGHT_MODES == WRITER_MODES

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, ov, rng_inputs
-
-import openvino.opset13 as ops  # noqa: E402  (after utils: openvino is optional)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,7 +55,8 @@ def runs_like_openvino(xml: Path, onnx_path: Path) -> None:
 
 def test_reference_points_into_the_bin(tmp_path: Path) -> None:
     xml = mixed_weights_ir(tmp_path)
-    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx")  # the default beside the IR: reference
+    # the default beside the IR: reference; at opset 17 the u4 weights are unpacked (computed: to the data file)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", opset=17)
     locs = locations(out)
     by_file = sorted({loc for loc, _, _ in locs.values()})
     assert by_file == ["m.onnx.data", "model.bin"], locs
@@ -67,6 +67,17 @@ def test_reference_points_into_the_bin(tmp_path: Path) -> None:
             assert raw[offset:offset + length] == model.graph.initializers[name].const_value.tobytes()
     data = (tmp_path / "m.onnx.data").stat().st_size
     assert data == sum(n for loc, _, n in locs.values() if loc == "m.onnx.data") == 64 * 64  # the unpacked u4
+    runs_like_openvino(xml, out)
+
+
+def test_packed_4bit_weights_are_referenced_in_the_bin(tmp_path: Path) -> None:
+    """At the automatic opset (21 here) u4 weights stay packed, byte for byte as in the .bin: referenced too."""
+    xml = mixed_weights_ir(tmp_path)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx")
+    locs = locations(out)
+    assert {loc for loc, _, _ in locs.values()} == {"model.bin"}
+    assert sorted(n for _, _, n in locs.values()) == [64 * 64 // 2, 64 * 64 * 2, 64 * 64 * 4]
+    assert not (tmp_path / "m.onnx.data").exists()
     runs_like_openvino(xml, out)
 
 
@@ -174,7 +185,7 @@ def test_cli_weight_modes(tmp_path: Path) -> None:
     r = run("-o", str(tmp_path / "out" / "m.onnx"), "--weights", "copy", "--quiet")
     assert r.returncode == 0 and r.stdout == "", r.stderr
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["m.onnx", "m.onnx.data"]
-    r = run("-o", str(tmp_path / "ir" / "m.onnx"))
+    r = run("-o", str(tmp_path / "ir" / "m.onnx"), "--opset", "17")  # u4 unpacked: computed, to the data file
     assert r.returncode == 0 and "wrote" in r.stdout, r.stderr
     assert {loc for loc, _, _ in locations(tmp_path / "ir" / "m.onnx").values()} == {"model.bin", "m.onnx.data"}
 

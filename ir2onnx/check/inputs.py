@@ -18,7 +18,7 @@ from onnx import helper
 
 from ir2onnx.check.input_roles import Use, input_uses
 from ir2onnx.check.report import InputInfo
-from ir2onnx.check.shapes import choose_dims, onnx_accepts, openvino_accepts
+from ir2onnx.check.shapes import choose_dims, onnx_accepts, openvino_shapes
 from ir2onnx.errors import CheckError
 from ir2onnx.ir.model import IRModel
 from ir2onnx.ir.weights import Weights
@@ -46,15 +46,20 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
     specs = input_specs(model)
     notes: list[str] = []
     uses: dict[str, list[Use]] = {}
-    model_sizes: list[int] = []
-    accepts = None
+    model_sizes = _onnx_sizes(model.graph)
+    ov_shapes = None
     if ir_model is not None:
         by_id = input_uses(ir_model.graph, weights)
         uses = {input_name(p): by_id[p.id] for p in ir_model.graph.parameters}
-        model_sizes = sorted({d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
-                              for d in port.dims if d is not None})
-        accepts = openvino_accepts(ir_model.xml_path, ir_model.bin_path)
-    shapes, shape_notes = choose_dims([(n, d) for n, _, d in specs], accepts or onnx_accepts(model), model_sizes)
+        model_sizes |= {d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
+                        for d in port.dims if d is not None}
+        ov_shapes = openvino_shapes(ir_model.xml_path, ir_model.bin_path)
+    dim_specs = [(n, d) for n, _, d in specs]
+    if ov_shapes is not None and any(None in d for _, d in dim_specs):
+        fixed, groups = ov_shapes.ties()
+        shapes, shape_notes = choose_dims(dim_specs, ov_shapes.accepts, sorted(model_sizes), fixed, groups)
+    else:
+        shapes, shape_notes = choose_dims(dim_specs, onnx_accepts(model), sorted(model_sizes))
     notes.extend(shape_notes)
     dynamic = [s for (n, _, dims) in specs for s, d in zip(shapes[n], dims) if d is None]
     fallback_limit = min(dynamic) if dynamic else 2
@@ -66,6 +71,18 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
         feed[name] = value
         infos.append(InputInfo(name, tuple(shape), str(dtype), source))
     return feed, infos, notes
+
+
+def _onnx_sizes(graph: onnx.GraphProto) -> set[int]:
+    """Static sizes of the weights (bodies included)."""
+    sizes = {int(d) for t in graph.initializer for d in t.dims}
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                sizes |= _onnx_sizes(a.g)
+            elif a.type == onnx.AttributeProto.TENSOR:
+                sizes |= {int(d) for d in a.t.dims}
+    return sizes
 
 
 def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: list[Use], fallback_limit: int,

@@ -14,18 +14,47 @@ from ir2onnx.errors import CheckError
 __all__ = ["PROVIDERS", "cuda_available", "make_session", "placement_of", "run_onnxruntime"]
 
 
-def cuda_available() -> bool:
-    import onnxruntime as ort
+def installed_distributions() -> list[str]:
+    """The onnxruntime distributions installed ("onnxruntime", "onnxruntime-gpu"): both at once overwrite each
+    other's files, and which one `import onnxruntime` finds is an accident of installation order."""
+    from importlib import metadata
 
+    found = []
+    for dist in ("onnxruntime", "onnxruntime-gpu"):
+        try:
+            metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        found.append(dist)
+    return found
+
+
+def _conflict_note() -> str:
+    if len(installed_distributions()) < 2:
+        return ""
+    return ("; both onnxruntime and onnxruntime-gpu are installed and shadow each other: pip uninstall -y onnxruntime "
+            "onnxruntime-gpu, then pip install \"ir2onnx[cuda]\"")
+
+
+def require_onnxruntime() -> Any:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise CheckError("onnxruntime is not installed: pip install \"ir2onnx[cpu]\" (or \"ir2onnx[cuda]\" for NVIDIA "
+                         "GPUs)") from None
+    return ort
+
+
+def cuda_available() -> bool:
+    ort = require_onnxruntime()
     return "CUDAExecutionProvider" in ort.get_available_providers()
 
 
 def cuda_unavailable_reason() -> str:
-    import onnxruntime as ort
-
+    ort = require_onnxruntime()
     return ("onnxruntime's CUDA execution provider is not available (pip install \"ir2onnx[cuda]\" on a machine with "
             f"an NVIDIA GPU and its driver); this onnxruntime {ort.__version__} offers "
-            f"{', '.join(ort.get_available_providers())}")
+            f"{', '.join(ort.get_available_providers())}{_conflict_note()}")
 
 
 def make_session(model: onnx.ModelProto | str, device: str = "cpu", *, record_placement: bool = False) -> Any:

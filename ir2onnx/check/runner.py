@@ -14,7 +14,7 @@ import onnx
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.inputs import default_inputs, describe, validate_inputs
 from ir2onnx.check.isolate import DEFAULT_TIMEOUT, Job, RunResult, RuntimeFailure, run_jobs
-from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason
+from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason, require_onnxruntime
 from ir2onnx.check.openvino_ref import openvino_available
 from ir2onnx.check.report import CheckReport, OutputComparison, Placement
 from ir2onnx.errors import CheckError
@@ -25,7 +25,7 @@ class OnnxFile:
     """The ONNX model as a file onnxruntime can load (a temporary one for in-memory or edited models)."""
 
     def __init__(self, model: onnx.ModelProto | str) -> None:
-        self._tmp: str | None = None
+        self._made: list[str] = []
         if isinstance(model, str):
             self.path = model
             self.proto = onnx.load(model, load_external_data=False)
@@ -46,11 +46,11 @@ class OnnxFile:
         os.close(fd)
         large = _byte_size(model) > (1 << 31) - (1 << 26)  # protobuf's limit is 2 GiB
         onnx.save_model(model, path, save_as_external_data=large, location=Path(path).name + ".data")
-        self._made = getattr(self, "_made", []) + [path]
+        self._made.append(path)
         return path
 
     def close(self) -> None:
-        for p in getattr(self, "_made", []):
+        for p in self._made:
             for f in (p, p + ".data"):
                 if os.path.exists(f):
                     os.unlink(f)
@@ -87,6 +87,7 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
               layerwise: bool = False) -> CheckReport:
     if device not in PROVIDERS:
         raise CheckError(f"unknown device '{device}' (cpu or cuda)")
+    require_onnxruntime()
     if device == "cuda" and not cuda_available():
         raise CheckError(cuda_unavailable_reason())
     if timeout is not None and timeout <= 0:

@@ -67,6 +67,11 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False)
     """An onnxruntime session on `device`; on "cuda" the CUDA provider must be in use (else RuntimeError)."""
     import onnxruntime as ort
 
+    if device == "cuda" and hasattr(ort, "preload_dlls"):
+        try:  # CUDA and cuDNN from NVIDIA's pip packages (onnxruntime-gpu[cuda,cudnn]) when they are installed
+            ort.preload_dlls()
+        except Exception:  # noqa: BLE001  system libraries are then used, and a failure is reported below
+            pass
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     if record_placement:
@@ -82,6 +87,8 @@ def placement_of(session: Any) -> dict[str, Any]:
     assignment (made after its graph optimisations; bodies included)."""
     per: dict[str, int] = {}
     cpu: list[str] = []
+    if not hasattr(session, "get_provider_graph_assignment_info"):  # onnxruntime too old to record it
+        return {"nodes_per_provider": per, "cpu_nodes": cpu}
     for part in session.get_provider_graph_assignment_info():
         nodes = part.get_nodes()
         per[part.ep_name] = per.get(part.ep_name, 0) + len(nodes)

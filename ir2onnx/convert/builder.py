@@ -60,6 +60,10 @@ class Names:
                 return cand
 
 
+# node.meta key of the IR layer a node was emitted for (messages about the ONNX model name that layer)
+LAYER_META = "ir2onnx.layer"
+
+
 @dataclass(frozen=True)
 class OpsetNeed:
     """A layer whose translation needs at least ONNX opset `opset`, and why."""
@@ -84,9 +88,11 @@ class GraphBuilder:
         self.nodes: list[ir.Node] = []
         self.inputs: list[ir.Value] = []
         self.initializers: list[ir.Value] = []  # used on the root only
-        self.hint = "t"  # prefix for generated names: the IR layer being translated
-        self.where = ""  # that layer's location, for messages
+        self.hint = parent.hint if parent else "t"  # prefix for generated names: the IR layer being translated
+        self.layer: object = parent.layer if parent else None  # that layer, recorded on every node (see LAYER_META)
+        self.where = parent.where if parent else ""  # that layer's location, for messages
         self.opset_needs: list[OpsetNeed] = []  # used on the root only
+        self.opset_forced = parent.opset_forced if parent else False  # the user chose the opset
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
         self._produced: set[ir.Value] = set()
 
@@ -110,6 +116,16 @@ class GraphBuilder:
         v.const_value.name = v.name  # type: ignore[union-attr]
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
         v.shape = ir.Shape(array.shape)
+        self.root.initializers.append(v)
+        return v
+
+    def packed_initializer(self, packed: np.ndarray, dtype: ir.DataType, shape: Sequence[int],
+                           hint: str = "const") -> ir.Value:
+        """A 4-bit constant kept packed (two values a byte, the first in the low nibble, as OpenVINO stores them)."""
+        v = ir.Value(name=self.names.fresh(hint), const_value=ir.PackedTensor(packed, dtype, shape=list(shape)))
+        v.const_value.name = v.name  # type: ignore[union-attr]
+        v.type = ir.TensorType(dtype)
+        v.shape = ir.Shape(list(shape))
         self.root.initializers.append(v)
         return v
 
@@ -161,6 +177,8 @@ class GraphBuilder:
                 for i in range(outputs)]
         node = ir.Node(domain, op_type, list(inputs), attributes, outputs=outs,
                        name=self.names.fresh(f"{self.hint}/{op_type}_node"))
+        if self.layer is not None:
+            node.meta[LAYER_META] = self.layer
         self.nodes.append(node)
         self._produced.update(outs)
         return tuple(outs)
@@ -191,6 +209,15 @@ class GraphBuilder:
             return self.op(op_type, [x, axes], attrs)
         attrs["axes"] = list(axes)
         return self.op(op_type, [x], attrs)
+
+    def dft(self, x: ir.Value, axis: int, length: ir.Value | None = None, *, inverse: bool = False,
+            onesided: bool = False) -> ir.Value:
+        """ONNX DFT along one non-negative axis: an attribute up to opset 19, an input from 20."""
+        attrs: dict[str, AttrValue | None] = {"inverse": int(inverse), "onesided": int(onesided)}
+        if self.opset >= 20:
+            return self.op("DFT", [x, length, self.i64(axis)], attrs)
+        attrs["axis"] = axis
+        return self.op("DFT", [x, length] if length is not None else [x], attrs)
 
     def cast(self, x: ir.Value, to: ir.DataType) -> ir.Value:
         return self.op("Cast", [x], {"to": int(to)})
@@ -255,4 +282,4 @@ def _attr(name: str, value: AttrValue) -> ir.Attr:
     raise TypeError(f"attribute {name}: unsupported value {value!r}")
 
 
-__all__ = ["GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]
+__all__ = ["LAYER_META", "GraphBuilder", "Names", "OpsetNeed", "onnx_dtype"]

@@ -55,6 +55,20 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
+class _Inputs(list):  # type: ignore[type-arg]
+    """A layer's input values; asking for one the layer does not have is the IR's fault, said so."""
+
+    def __init__(self, values: Sequence[ir.Value], layer: Layer) -> None:
+        super().__init__(values)
+        self._layer = layer
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        if isinstance(i, int) and not -len(self) <= i < len(self):
+            raise LayerConversionError(f"{self._layer.where()}: input {i} is missing: the layer has "
+                                       f"{len(self)} input port(s)")
+        return super().__getitem__(i)
+
+
 class LayerContext:
     """Per-layer view handed to a converter. Converters emit nodes only through `self.b`."""
 
@@ -62,7 +76,7 @@ class LayerContext:
                  translator: Translator) -> None:
         self.layer = layer
         self.graph = graph
-        self.inputs = list(inputs)
+        self.inputs = _Inputs(inputs, layer)
         self.b = builder
         self.translator = translator
 

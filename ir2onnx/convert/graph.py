@@ -12,9 +12,12 @@ from ir2onnx.convert.context import LayerContext, has_runtime_dims, mark_runtime
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
-from ir2onnx.ir.weights import Weights
+from ir2onnx.ir.weights import Weights, needed_bytes
 
 STRUCTURAL_TYPES = ("parameter", "result", "const", "constant")
+# 4-bit integer weights that only feed Convert layers (weight decompression) stay packed in ONNX INT4/UINT4
+_PACKED = {"u4": "UINT4", "i4": "INT4"}
+_PACKED_OPSET = 21
 
 
 def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
@@ -50,6 +53,7 @@ class Translator:
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
         self._consts: dict[tuple[object, ...], ir.Value] = {}  # Const layers sharing bytes share one initializer
+        self._consumer_map: dict[int, dict[str, list[Layer]]] = {}
         # "PATH:PORT" -> the value carrying that layer output (see layer_map.py), and the loops being translated
         self.layer_values: dict[str, ir.Value] = {}
         self._scopes: list[tuple[Layer, str]] = []
@@ -63,6 +67,13 @@ class Translator:
         index = next((i for i, body in enumerate(bodies) if body.graph is graph), 0)
         return f"{outer}{owner.id}{'' if len(bodies) == 1 else f'.{index}'}/"
 
+    def consumers(self, graph: Graph, layer: Layer) -> list[Layer]:
+        """The layers of `graph` that read an output of `layer` (once each)."""
+        key = id(graph)
+        if key not in self._consumer_map:
+            self._consumer_map[key] = _consumer_index(graph)
+        return self._consumer_map[key].get(layer.id, [])
+
     def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
         """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
         values: dict[tuple[str, int], ir.Value] = {}
@@ -74,7 +85,7 @@ class Translator:
                 values[(layer.id, 0)] = self.layer_values[f"{scope}{layer.id}:0"] = bindings[layer.id]
                 continue
             if key in ("const", "constant"):
-                values[(layer.id, 0)] = self._const(layer, b)
+                values[(layer.id, 0)] = self._const(layer, b, graph)
                 continue
             inputs = [values[(s.layer.id, s.output)] for s in (graph.source(layer, i) for i in range(len(layer.inputs)))]
             if key == "result":
@@ -89,12 +100,23 @@ class Translator:
             self.layer_values.update({f"{scope}{lid}:{port}": v for (lid, port), v in produced.items()})
         return results
 
-    def _const(self, layer: Layer, b: GraphBuilder) -> ir.Value:
+    def _const(self, layer: Layer, b: GraphBuilder, graph: Graph) -> ir.Value:
         c = layer.const
         assert c is not None and self.weights is not None
-        key = (c.offset, c.size, c.element_type.name, c.shape)
+        packed = c.element_type.name in _PACKED and {x.type_key for x in self.consumers(graph, layer)} == {"convert"}
+        if packed and b.opset < _PACKED_OPSET:
+            packed = False
+            if not b.opset_forced:  # worth a newer opset: 4-bit weights would take a byte each
+                b.where = layer.where()
+                b.require_opset(_PACKED_OPSET, f"{c.element_type.name} weights stay packed (ONNX INT4/UINT4)")
+        key = (c.offset, c.size, c.element_type.name, c.shape, packed)
         if key not in self._consts:
-            v = b.initializer(self.weights.array(c), layer.name or f"const_{layer.id}")
+            hint = layer.name or f"const_{layer.id}"
+            if packed:
+                raw = self.weights.raw(c.offset, needed_bytes(c.element_type, c.shape))
+                v = b.packed_initializer(raw, ir.DataType[_PACKED[c.element_type.name]], c.shape, hint)
+            else:
+                v = b.initializer(self.weights.array(c), hint)
             set_value_type(v, c.element_type)
             self._consts[key] = v
         return self._consts[key]
@@ -104,8 +126,8 @@ class Translator:
         fn = registry.lookup_layer(layer)
         if fn is None:  # check_supported() runs first; this guards direct use of translate()
             raise UnsupportedOpsError([UnsupportedOp(layer.type, layer.version, 1, (layer.where(),))])
-        b.hint = layer.name or f"{layer.type}_{layer.id}"
-        b.where = layer.where()
+        saved = b.hint, b.layer, b.where
+        b.hint, b.layer, b.where = layer.name or f"{layer.type}_{layer.id}", layer, layer.where()
         b.require_opset(registry.min_onnx_opset(fn), f"{layer.type} is expressed with ONNX ops of that opset")
         ctx = LayerContext(layer, graph, inputs, b, self)
         try:
@@ -114,6 +136,8 @@ class Translator:
             raise
         except Exception as e:  # a converter bug must still name the layer
             raise LayerConversionError(f"{layer.where()}: internal error in the converter: {type(e).__name__}: {e}") from e
+        finally:
+            b.hint, b.layer, b.where = saved  # nodes emitted after a body's translation belong to the enclosing layer
         outs = [out] if isinstance(out, ir.Value) else list(out)
         if len(outs) < len(layer.outputs):
             raise LayerConversionError(
@@ -124,6 +148,16 @@ class Translator:
                 set_value_type(outs[i], port.element_type)
             produced[(layer.id, i)] = outs[i]
         return produced
+
+
+def _consumer_index(graph: Graph) -> dict[str, list[Layer]]:
+    """Layer id -> the layers that read its outputs."""
+    out: dict[str, list[Layer]] = {}
+    for (lid, _), src in sorted(graph.sources.items()):
+        readers = out.setdefault(src.layer.id, [])
+        if graph.by_id[lid] not in readers:
+            readers.append(graph.by_id[lid])
+    return out
 
 
 def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Value:

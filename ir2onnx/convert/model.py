@@ -83,7 +83,7 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         if not MIN_OPSET <= opset <= newest_opset():
             raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{newest_opset()} "
                                   "(the newest that the installed onnx and onnxruntime support)")
-        out, needs = _translate(model, weights, opset)
+        out, needs = _translate(model, weights, opset, forced=True)
         if needs:
             raise OpsetError(f"--opset {opset} cannot express {len(needs)} layer(s):", _listing(needs))
         reason = f"opset {opset} as requested"
@@ -116,10 +116,12 @@ def _listing(needs: list[OpsetNeed]) -> list[tuple[int, str, str]]:
     return [(o, w, why) for (w, why), o in seen.items()]
 
 
-def _translate(model: IRModel, weights: Weights | None, opset: int) -> tuple[ir.Model, list[OpsetNeed]]:
+def _translate(model: IRModel, weights: Weights | None, opset: int,
+               forced: bool = False) -> tuple[ir.Model, list[OpsetNeed]]:
     """Translate at `opset`; also returns what layers recorded as needing a newer opset."""
     g = model.graph
     b = GraphBuilder(opset)
+    b.opset_forced = forced
     in_names = [input_name(p) for p in g.parameters]
     out_names = [output_name(g, r) for r in g.results]
     for n in in_names:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from ir2onnx.ir.infer import resolve
 from ir2onnx.ir.model import Graph, IRModel, Layer
-from ir2onnx.ir.validate import validate
+from ir2onnx.ir.validate import validate, validate_types
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import read_xml
 
 
 def load(xml_path: str, bin_path: str | None = None) -> tuple[IRModel, Weights | None]:
-    """Read and validate an IR. The .bin is needed only when the IR has Const layers."""
+    """Read and validate an IR, with output types and body Parameters re-derived as OpenVINO's reader does.
+    The .bin is needed only when the IR has Const layers."""
     model = read_xml(xml_path, bin_path)
     has_consts = any(layer.const is not None for layer in model.graph.walk())
     weights = Weights(model.bin_path) if has_consts and model.bin_path else None
     validate(model, weights.size if weights else None)
+    model = resolve(model)
+    validate_types(model)
     return model, weights
 
 

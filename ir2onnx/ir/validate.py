@@ -3,11 +3,48 @@
 from __future__ import annotations
 
 from ir2onnx.errors import IRValidationError
+from ir2onnx.ir.element_types import parse_element_type
 from ir2onnx.ir.model import Body, Graph, IRModel, Layer
 from ir2onnx.ir.weights import needed_bytes
 from ir2onnx.ir.xml_reader import parameter_shape
 
 _LOOP_TYPES = ("tensoriterator", "loop")
+# element types OpenVINO keeps only as compressed weights: their values mean something only through a Convert
+_WEIGHT_ONLY = ("nf4", "f4e2m1")
+# inputs that OpenVINO requires to be integer numbers (axes, shapes, indices, counts): op type -> input indices
+_INTEGER_INPUTS: dict[str, tuple[int, ...]] = {
+    "reshape": (1,), "squeeze": (1,), "unsqueeze": (1,), "transpose": (1,), "tile": (1,), "split": (1,),
+    "variadicsplit": (1, 2), "gather": (1, 2), "gatherelements": (1,), "gathernd": (1,), "broadcast": (1, 2),
+    "stridedslice": (1, 2, 3), "slice": (1, 2, 3, 4), "pad": (1, 2), "topk": (1,), "cumsum": (1,), "onehot": (0, 1),
+    "scatterupdate": (1, 3), "scatterelementsupdate": (1, 3), "scatterndupdate": (1,), "reducesum": (1,),
+    "reducemean": (1,), "reducemax": (1,), "reducemin": (1,), "reduceprod": (1,), "reducel1": (1,),
+    "reducel2": (1,), "reducelogicaland": (1,), "reducelogicalor": (1,), "mvn": (1,), "normalizel2": (1,),
+    "loop": (0,),
+}
+
+
+def validate_types(model: IRModel) -> None:
+    """After element types are resolved (ir.infer): inputs that must be integers are integers. Raises
+    IRValidationError listing every offending input."""
+    problems: list[str] = []
+    for g in _graphs(model.graph):
+        for layer in g.layers:
+            for i in _INTEGER_INPUTS.get(layer.type_key, ()):
+                src = g.sources.get((layer.id, i))
+                et = src.layer.outputs[src.output].element_type if src is not None else None
+                if et is not None and (et.is_float or et.name == "boolean"):
+                    problems.append(f"{layer.where()}: input {i} must be an integer tensor (axes, shape, indices "
+                                    f"or count), not {et.name} (from {src.layer.where()})")  # type: ignore[union-attr]
+    if problems:
+        raise IRValidationError(problems)
+
+
+def _graphs(g: Graph) -> list[Graph]:
+    out = [g]
+    for layer in g.layers:
+        for body in layer.bodies:
+            out.extend(_graphs(body.graph))
+    return out
 
 
 def validate(model: IRModel, bin_size: int | None) -> None:
@@ -61,6 +98,16 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
             elif c.offset + c.size > bin_size:
                 problems.append(
                     f"{layer.where()}: bytes [{c.offset}, {c.offset + c.size}) lie outside the {bin_size}-byte .bin")
+        if layer.const is not None and layer.const.element_type.name in _WEIGHT_ONLY:
+            for e in g.edges:
+                dst = seen[e.to_layer]
+                if e.from_layer == layer.id and dst.type_key != "convert":
+                    problems.append(f"{layer.where()}: a {layer.const.element_type.name} Const holds compressed "
+                                    f"weights, read only through a Convert, but it feeds {dst.where()}")
+                    break
+        raw_type = layer.data.get("element_type") if layer.type_key == "parameter" else None
+        if raw_type is not None and raw_type.strip() != "dynamic" and parse_element_type(raw_type) is None:
+            problems.append(f"{layer.where()}: unknown element type '{raw_type}'")
         if layer.const is not None and not layer.outputs:
             problems.append(f"{layer.where()}: Const has no output port")
         if layer.type_key in _LOOP_TYPES:
@@ -106,12 +153,23 @@ def _check_body(layer: Layer, bin_size: int | None, problems: list[str]) -> None
             problems.append(f"{where}: port_map input (line {e.line}) has a negative external_port_id")
         if e.sliced and (e.part_size < 1 or e.stride == 0):
             problems.append(f"{where}: port_map input (line {e.line}) needs part_size >= 1 and stride != 0")
+        if is_loop and e.purpose == "current_iteration" and e.external_port_id >= 0:
+            problems.append(f"{where}: port_map input (line {e.line}) is the current iteration and also reads "
+                            f"input {e.external_port_id}: a body Parameter gets one or the other")
     n_out = len(layer.outputs)
     for e in body.outputs:
         target = by_id.get(e.internal_layer_id)
         if target is None or target.type_key != "result":
             what = "does not exist" if target is None else f"is a {target.type}, not a Result"
             problems.append(f"{where}: port_map output (line {e.line}) internal_layer_id {e.internal_layer_id} {what}")
+        if e.sliced and (e.part_size < 1 or e.stride == 0):
+            problems.append(f"{where}: port_map output (line {e.line}) needs part_size >= 1 and stride != 0")
+        elif e.sliced and target is not None and target.type_key == "result" and target.inputs:
+            dims = target.inputs[0].dims
+            axis = e.axis + len(dims) if e.axis is not None and e.axis < 0 else e.axis
+            if axis is None or not 0 <= axis < max(len(dims), 1):
+                problems.append(f"{where}: port_map output (line {e.line}) axis {e.axis} is out of range for the "
+                                f"rank-{len(dims)} body Result {target.id}")
         if e.external_port_id >= 0 and e.purpose != "execution_condition":
             rank = sorted({o.external_port_id for o in body.outputs if o.external_port_id >= 0}).index(e.external_port_id)
             if rank >= n_out:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
 from lxml import etree
 
@@ -155,7 +156,11 @@ def _layer(el: etree._Element, scope: str) -> Layer:
     inner_scope = f"{scope}{layer.type} {layer.id} '{layer.name}' > "
     body_el = _child(el, "body")
     if body_el is not None:
-        object.__setattr__(layer, "body", _body(el, body_el, "port_map", inner_scope, what))
+        body = _body(el, body_el, "port_map", inner_scope, what)
+        if layer.type_key == "tensoriterator":  # no special ports: OpenVINO ignores `purpose` in its port map
+            body = replace(body, inputs=tuple(replace(e, purpose=None) for e in body.inputs),
+                           outputs=tuple(replace(e, purpose=None) for e in body.outputs))
+        object.__setattr__(layer, "body", body)
     then_el, else_el = _child(el, "then_body"), _child(el, "else_body")
     if then_el is not None and else_el is not None:
         branches = (_body(el, then_el, "then_port_map", f"{inner_scope}then > ", what),

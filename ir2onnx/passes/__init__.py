@@ -8,15 +8,25 @@ translation stays simple and correct without them.
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnx_ir.passes.common import RemoveUnusedNodesPass
+from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
+from ir2onnx.passes.hoist import HoistLoopInvariantsPass
+from ir2onnx.passes.identity import RemoveIdentityPass
+from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
 
-DEFAULT_PASSES = (RemoveUnusedNodesPass,)
+DEFAULT_PASSES = (
+    RemoveIdentityPass,  # no Identity chains
+    HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
+    LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
+    HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
+    NameFixPass,  # new values get names unique across the model
+)
 
 
 def apply_default_passes(model: ir.Model) -> None:
-    """Apply the default passes in place: drop nodes (bodies included) whose results nothing reads."""
+    """Apply the default passes in place."""
     for make in DEFAULT_PASSES:
         make()(model)
 

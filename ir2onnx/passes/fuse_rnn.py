@@ -41,6 +41,11 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = _all_names(model.graph)
         fused = _process(model.graph, model.graph, names)
+        if fused:  # weights that only the replaced bodies read
+            keep = set(model.graph.inputs) | set(model.graph.outputs)
+            for name, v in list(model.graph.initializers.items()):
+                if not v.uses() and v not in keep:
+                    del model.graph.initializers[name]
         return ir.passes.PassResult(model, modified=fused > 0)
 
 
@@ -140,15 +145,21 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         if o.axis and rank is None:
             raise NoMatch("a stacked output of unknown rank")
         stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1))
+    lasts = []
     for b in view.buffers:
         r, chain = view_root(b.row)
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
-        stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
+        if b.last:
+            if view.steps is None:  # zero steps would keep the initial one-row tensor, of another shape
+                raise NoMatch("a last-row buffer over a run-time length")
+            lasts.append((b.state.final, cell.h_out[r], chain))
+        else:
+            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
     for s, _ in view.counters:
         if _used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
-    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked)
+    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts)
 
 
 def _initial(em: Emitter, cell_in: ir.Value, state: State, rank: int) -> ir.Value:
@@ -169,7 +180,8 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
-          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]]) -> None:
+          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
+          lasts: list[tuple[ir.Value, str, list[ir.Node]]]) -> None:
     node = view.node
     _, x_chain = view_root(cell.x)
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
@@ -184,6 +196,7 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     y, y_h = outs[0], outs[1]
     y_c = outs[2] if cell.op == "LSTM" else None
     replacements: dict[ir.Value, ir.Value] = {}
+    nonempty = None  # a run-time length may be 0: the loop then returns the initial states (ONNX LSTM gives zeros)
     for s, kind, form, chain in plan:
         if not _used(s.final):
             continue
@@ -192,7 +205,13 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             continue
         base = y_h if kind == "h" else y_c
         assert base is not None and form is not None
-        replacements[s.final] = em.replay(chain, _from(em, base, form, False), lifted=False)
+        final = em.replay(chain, _from(em, base, form, False), lifted=False)
+        if view.steps is None:
+            if nonempty is None:
+                length = em.op1("Shape", [x], {"start": 0, "end": 1})
+                nonempty = em.op1("Greater", [length, em.i64([0])])
+            final = em.op1("Where", [nonempty, final, s.init])
+        replacements[s.final] = final
     for outer, form, chain, flip, axis, rank in stacked:
         if not _used(outer):
             continue
@@ -202,6 +221,9 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         v = em.replay(chain, v, lifted=True)
         v = em.move0(v, axis, rank)
         replacements[outer] = v
+    for outer, form, chain in lasts:  # a one-row buffer holding the last step's row
+        if _used(outer):
+            replacements[outer] = em.unsqueeze(em.replay(chain, _from(em, y_h, form, False), lifted=False), [0])
     for s, start in view.counters:
         if _used(s.final):
             init = s.init.const_value.numpy() if s.init.const_value is not None else np.asarray(start)
@@ -216,4 +238,16 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             old.name = f"{name}/unfused"
             new.name = name
         old.replace_all_uses_with(new, replace_graph_outputs=True)
+    _detach(node)
     graph.remove(node)  # type: ignore[union-attr]
+
+
+def _detach(node: ir.Node) -> None:
+    """Drop the inputs of a removed loop and of every node in its bodies (outer values they read lose those uses)."""
+    for a in node.attributes.values():
+        graphs = [a.value] if a.type == ir.AttributeType.GRAPH else a.value if a.type == ir.AttributeType.GRAPHS else []
+        for g in graphs:
+            for n in list(g):
+                _detach(n)
+    for i in range(len(node.inputs)):
+        node.replace_input_with(i, None)

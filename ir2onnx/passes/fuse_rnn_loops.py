@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of, view_root
+from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of
 
 
 @dataclass
@@ -35,10 +35,12 @@ class StepOutput:
 
 @dataclass
 class Buffer:
-    """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k."""
+    """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k (`last`: a
+    one-row tensor whose row 0 is overwritten at every step, as TensorFlow keeps only the last output)."""
 
     state: State
     row: ir.Value
+    last: bool = False
 
 
 @dataclass
@@ -166,16 +168,32 @@ class _Index:
                 if s is not None:
                     return self.lin(x).scale(s)
             raise NoMatch("index multiplied by a non-constant")
+        if op == "Where":  # the translation's guard of a run-time trip count: negative means unbounded
+            less = producer(n.inputs[0], "Less")
+            if less is not None and less.inputs[0] is n.inputs[2] and int_scalar(less.inputs[1]) == 0:
+                x = self.lin(n.inputs[2])
+                if not x.k and x.const >= 0 and x.dim >= 0:  # a dimension: never negative
+                    return x
+            raise NoMatch("index chosen by Where")
+        if op == "Gather" and v.graph is not self.body and (sh := producer(n.inputs[0], "Shape")) is not None \
+                and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None and (i := int_scalar(n.inputs[1])) is not None:  # type: ignore[arg-type]
+            return self._dim(sh.inputs[0], i)
         if op == "Shape" and v.graph is not self.body:
-            src = n.inputs[0]
             start = int(attr(n, "start", 0))  # type: ignore[arg-type]
             end = attr(n, "end")
-            src_shape = shape_of(src)
-            if src_shape is not None and end is not None and int(end) % len(src_shape) == (start + 1) % len(src_shape):  # type: ignore[call-overload]
-                axis = start % len(src_shape)
-                d = src_shape[axis]
-                return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
+            rank = len(shape_of(n.inputs[0]) or ())
+            if rank and end is not None and int(end) % rank == (start + 1) % rank:  # type: ignore[call-overload]
+                return self._dim(n.inputs[0], start)
         raise NoMatch(f"index computed by {op}")
+
+    @staticmethod
+    def _dim(src: ir.Value | None, axis: int) -> Lin:
+        shape = shape_of(src)
+        if src is None or shape is None or not -len(shape) <= axis < len(shape):
+            raise NoMatch("a dimension of unknown rank")
+        axis %= len(shape)
+        d = shape[axis]
+        return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
 
 
 def _counter(state: State, body: ir.Graph) -> int | None:
@@ -322,8 +340,8 @@ def analyse_loop(node: ir.Node) -> LoopView:
     for s in states:
         if s.body_in in counters:
             view.counters.append((s, counters[s.body_in]))
-        elif (row := _buffer_row(s, index, size)) is not None:
-            view.buffers.append(Buffer(s, row))
+        elif (buf := _buffer_row(s, index, size)) is not None:
+            view.buffers.append(Buffer(s, *buf))
         else:
             view.states.append(s)
     n_carried = len(states)
@@ -332,8 +350,9 @@ def analyse_loop(node: ir.Node) -> LoopView:
     return view
 
 
-def _buffer_row(s: State, index: _Index, steps: int | None) -> ir.Value | None:
-    """The row written at step k when `s` is a [steps, ...] buffer updated by ScatterND at row k, else None."""
+def _buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bool] | None:
+    """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
+    by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
     sc = producer(s.body_out, "ScatterND")
     if sc is None or attr(sc, "reduction", "none") != "none" or steps is None:
         return None
@@ -344,19 +363,19 @@ def _buffer_row(s: State, index: _Index, steps: int | None) -> ir.Value | None:
     if data is not s.body_in or shape_of(idx) != (1, 1):
         return None
     try:
-        if index.lin(idx) != Lin(k=1):
-            return None
+        at = index.lin(idx)
     except NoMatch:
         return None
     unsq = producer(upd, "Unsqueeze")
-    if unsq is None or const_array(unsq.inputs[1]) is None or list(const_array(unsq.inputs[1])) != [0]:  # type: ignore[arg-type]
+    axes = const_array(unsq.inputs[1]) if unsq is not None else None
+    if unsq is None or axes is None or list(axes) != [0]:
         return None
     row = unsq.inputs[0]
     init_shape, row_shape = shape_of(s.init), shape_of(row)
-    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1 \
-            or init_shape[0] != steps:
+    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1:
         return None
-    return row
-
-
-__all__ = ["Buffer", "LoopView", "State", "StepOutput", "analyse_loop", "analyse_scan", "view_root"]
+    if at == Lin(k=1) and init_shape[0] == steps:
+        return row, False
+    if at == Lin(const=0) and init_shape[0] == 1:
+        return row, True
+    return None

@@ -207,6 +207,9 @@ class Emitter:
                 continue
             if n.op_type == "Reshape":
                 shape = [int(s) for s in const_array(n.inputs[1])]  # type: ignore[union-attr]
+                static = shape_of(n.outputs[0])
+                if static is not None and all(d is not None for d in static):
+                    shape = [int(d) for d in static]  # type: ignore[arg-type]  # no -1: also right for 0 steps
                 x = self.op1("Reshape", [x, self.i64([0, *shape] if lifted else shape)])
                 continue
             axes = [int(a) for a in const_array(n.inputs[1])]  # type: ignore[union-attr]

@@ -150,13 +150,18 @@ def lstm_sequence() -> ov.Model:
     return ov.Model([seq.output(0), seq.output(1), seq.output(2)], [X, H, C])
 
 
-MODELS: dict[str, Callable[[], ov.Model]] = {
-    "ti_lstm": lambda: ti_lstm(2, 5, 3, 4),
-    "ti_lstm_dynamic": ti_lstm_dynamic,
-    "ti_gru_reverse": ti_gru_reverse,
-    "ti_two_outputs": ti_two_outputs,
-    "loop_trip_input": loop_trip_input,
-    "loop_lstm_sliced": loop_lstm_sliced,
-    "loop_while": loop_while,
-    "lstm_sequence": lstm_sequence,
+# name -> (builder, convert with recurrent fusion). Recurrent loops are checked both as loops (Scan/Loop with a
+# single-step cell inside) and fused into one ONNX LSTM/GRU node.
+MODELS: dict[str, tuple[Callable[[], ov.Model], bool]] = {
+    "ti_lstm": (lambda: ti_lstm(2, 5, 3, 4), False),
+    "ti_lstm_fused": (lambda: ti_lstm(2, 5, 3, 4), True),
+    "ti_lstm_dynamic": (ti_lstm_dynamic, False),
+    "ti_lstm_dynamic_fused": (ti_lstm_dynamic, True),
+    "ti_gru_reverse": (ti_gru_reverse, False),
+    "ti_gru_reverse_fused": (ti_gru_reverse, True),
+    "ti_two_outputs": (ti_two_outputs, True),
+    "loop_trip_input": (loop_trip_input, True),
+    "loop_lstm_sliced": (loop_lstm_sliced, True),
+    "loop_while": (loop_while, True),
+    "lstm_sequence": (lstm_sequence, True),
 }

@@ -112,7 +112,8 @@ def _scan_counts(node: onnx.NodeProto) -> tuple[int, int]:
 
 
 def _loop_sliced_input(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, onnx.NodeProto, onnx.NodeProto, int]:
-    """A Loop whose body slices an outer tensor per iteration: (outer graph, loop index, loop, body Slice, axis)."""
+    """A Loop whose body slices an outer tensor per iteration (a Slice, or the Gather the default passes make of
+    it): (outer graph, loop index, loop, body Slice or Gather, axis)."""
     for g in _graphs(model.graph):
         for i, n in enumerate(g.node):
             if n.op_type != "Loop":
@@ -124,6 +125,9 @@ def _loop_sliced_input(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, on
                     axes = _constant_value(model, body, s.input[3])
                     if axes is not None:
                         return g, i, n, s, int(axes.reshape(-1)[0])
+                if s.op_type == "Gather" and s.input[0] not in local and s.input[1] in local:
+                    axis = _attr(s, "axis")
+                    return g, i, n, s, axis.i if axis is not None else 0
     raise NotApplicable("no Loop with a sliced input")
 
 
@@ -152,6 +156,19 @@ def _rename_uses(g: onnx.GraphProto, old: str, new: str, skip: onnx.NodeProto | 
     for o in g.output:
         if o.name == old:
             o.name = new
+
+
+def _fused(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, onnx.NodeProto, int]:
+    """The first LSTM/GRU/RNN node that runs a whole sequence (not a single step inside a loop body): its graph,
+    index, node and sequence axis."""
+    for g in _graphs(model.graph):
+        if g is not model.graph:
+            continue
+        for i, n in enumerate(g.node):
+            if n.op_type in ("LSTM", "GRU", "RNN"):
+                layout = _attr(n, "layout")
+                return g, i, n, 1 if layout is not None and layout.i == 1 else 0
+    raise NotApplicable("no fused LSTM/GRU/RNN node")
 
 
 # ---- mutators, one per way of breaking
@@ -187,8 +204,14 @@ def slice_off_by_one(model: onnx.ModelProto) -> onnx.ModelProto:
         return m
     except NotApplicable:
         pass
-    g, i, loop, sl, axis = _loop_sliced_input(m)
-    sl.input[0], _ = _roll_or_reverse(g, i, sl.input[0], axis, "roll")
+    try:
+        g, i, loop, sl, axis = _loop_sliced_input(m)
+        sl.input[0], _ = _roll_or_reverse(g, i, sl.input[0], axis, "roll")
+        return m
+    except NotApplicable:
+        pass
+    g, i, node, axis = _fused(m)
+    node.input[0], _ = _roll_or_reverse(g, i, node.input[0], axis, "roll")
     return m
 
 
@@ -210,8 +233,20 @@ def scan_direction_flipped(model: onnx.ModelProto) -> onnx.ModelProto:
         return m
     except NotApplicable:
         pass
-    g, i, loop = _loop_with_scan_output(m)
-    _transform_output(g, i, loop, len(loop.input) - 2, lambda g, at, x: _roll_or_reverse(g, at, x, 0, "reverse"))
+    try:
+        g, i, loop = _loop_with_scan_output(m)
+        _transform_output(g, i, loop, len(loop.input) - 2, lambda g, at, x: _roll_or_reverse(g, at, x, 0, "reverse"))
+        return m
+    except NotApplicable:
+        pass
+    _, _, node, _ = _fused(m)
+    direction = _attr(node, "direction")
+    now = direction.s.decode() if direction is not None else "forward"
+    if now == "bidirectional":
+        raise NotApplicable("a bidirectional sequence has no single direction to flip")
+    if direction is not None:
+        node.attribute.remove(direction)
+    node.attribute.append(helper.make_attribute("direction", "reverse" if now == "forward" else "forward"))
     return m
 
 
@@ -248,7 +283,15 @@ def concat_axis_wrong(model: onnx.ModelProto) -> onnx.ModelProto:
         return m
     except NotApplicable:
         pass
-    g, i, loop = _loop_with_scan_output(m)
+    try:
+        g, i, loop = _loop_with_scan_output(m)
+    except NotApplicable:
+        g, i, node, axis = _fused(m)  # Y [seq, directions, batch, hidden]: sequence and batch axes mixed up
+        if not node.output or not node.output[0]:
+            raise NotApplicable("the fused node's sequence output is not used") from None
+        perm = [2, 1, 0, 3] if axis == 0 else [0, 2, 1, 3]
+        _transform_output(g, i, node, 0, lambda g, at, x: _insert(g, at, "Transpose", [x], perm=perm))
+        return m
     rank = _stacked_rank(loop)
     to = min(2, rank - 1)  # the iteration axis lands behind the first two body axes (or the only one)
     perm = list(range(1, to + 1)) + [0] + list(range(to + 1, rank))
@@ -310,7 +353,11 @@ def _trip(model: onnx.ModelProto, delta: int) -> onnx.ModelProto:
                     how = "repeat_first" if delta > 0 else "drop_last"
                     n.input[n_state + k], at = _roll_or_reverse(g, at, n.input[n_state + k], axes[k], how)
                 return m
-    raise NotApplicable("no Loop with a trip count and no Scan")
+    g, i, node, axis = _fused(m)
+    if len(node.input) > 4 and node.input[4]:
+        raise NotApplicable("the fused node's sequence lengths bound its steps")
+    node.input[0], _ = _roll_or_reverse(g, i, node.input[0], axis, "repeat_first" if delta > 0 else "drop_last")
+    return m
 
 
 def trip_count_plus_one(model: onnx.ModelProto) -> onnx.ModelProto:

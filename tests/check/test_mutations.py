@@ -13,28 +13,28 @@ import pytest
 import ir2onnx
 from tests.check.models import MODELS
 from tests.check.mutations import MUTATORS, NotApplicable
-from tests.utils import save_ir
+from tests.utils import count_ops, save_ir
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 10.0  # a broken loop may never end: the check stops it
 
 # What each model has that can be broken (every other pair is checked to be not applicable below).
+_ALL = tuple(MUTATORS)
+_FUSED = ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong", "trip_count_plus_one",
+          "trip_count_minus_one", "outputs_swapped")
 APPLICABLE: dict[str, tuple[str, ...]] = {
-    "ti_lstm": ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong", "back_edge_dropped",
-                "trip_count_plus_one", "trip_count_minus_one", "outputs_swapped"),
-    "ti_lstm_dynamic": ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong",
-                        "back_edge_dropped", "trip_count_plus_one", "trip_count_minus_one", "outputs_swapped"),
-    "ti_gru_reverse": ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong",
-                       "back_edge_dropped", "trip_count_plus_one", "trip_count_minus_one"),
-    "ti_two_outputs": ("slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong", "back_edge_dropped",
-                       "trip_count_plus_one", "trip_count_minus_one", "outputs_swapped"),
-    "loop_trip_input": ("scan_direction_flipped", "concat_axis_wrong", "back_edge_dropped", "condition_negated",
-                        "trip_count_plus_one", "trip_count_minus_one", "outputs_swapped"),
-    "loop_lstm_sliced": ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong",
-                         "back_edge_dropped", "condition_negated", "trip_count_plus_one", "trip_count_minus_one",
-                         "outputs_swapped"),
+    "ti_lstm": tuple(k for k in _ALL if k != "condition_negated"),
+    "ti_lstm_fused": _FUSED,
+    "ti_lstm_dynamic": tuple(k for k in _ALL if k != "condition_negated"),
+    "ti_lstm_dynamic_fused": _FUSED,
+    "ti_gru_reverse": tuple(k for k in _ALL if k not in ("condition_negated", "outputs_swapped")),
+    "ti_gru_reverse_fused": tuple(k for k in _FUSED if k != "outputs_swapped"),
+    "ti_two_outputs": tuple(k for k in _ALL if k not in ("gate_order", "condition_negated")),
+    "loop_trip_input": tuple(k for k in _ALL if k not in ("gate_order", "slice_off_by_one")),
+    "loop_lstm_sliced": _ALL,
     "loop_while": ("scan_direction_flipped", "concat_axis_wrong", "back_edge_dropped", "condition_negated"),
-    "lstm_sequence": ("gate_order", "outputs_swapped"),
+    "lstm_sequence": ("gate_order", "slice_off_by_one", "scan_direction_flipped", "concat_axis_wrong",
+                      "outputs_swapped"),
 }
 PAIRS = [(m, k) for m, kinds in APPLICABLE.items() for k in kinds]
 
@@ -45,8 +45,9 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path,
 
     def get(name: str) -> tuple[Path, onnx.ModelProto]:
         if name not in cache:
-            xml = save_ir(MODELS[name](), tmp_path_factory.mktemp(name))
-            cache[name] = (xml, ir2onnx.convert(xml))
+            make, fuse = MODELS[name]
+            xml = save_ir(make(), tmp_path_factory.mktemp(name))
+            cache[name] = (xml, ir2onnx.convert(xml, fuse=fuse))
         return cache[name]
 
     return get  # type: ignore[return-value]
@@ -55,6 +56,12 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path,
 @pytest.mark.parametrize("name", list(MODELS))
 def test_correct_conversion_passes(converted, name: str) -> None:  # type: ignore[no-untyped-def]
     xml, proto = converted(name)
+    fused = count_ops(proto, "LSTM") + count_ops(proto, "GRU")
+    looped = count_ops(proto, "Scan") + count_ops(proto, "Loop")
+    if name.endswith("_fused") or name == "lstm_sequence":
+        assert fused == 1 and looped == 0, "the recurrent loop is one fused node"
+    else:
+        assert looped >= 1
     report = ir2onnx.check(xml, proto, timeout=TIMEOUT)
     assert report.passed, report
 

@@ -153,3 +153,68 @@ def test_inconsistent_port_maps(tmp_path: Path, case: str, replace: tuple[str, s
     for f in fragments:
         assert f in str(info.value)
     assert "Loop" in str(info.value)
+
+
+XXE = [
+    ("external-dtd", '<!DOCTYPE net SYSTEM "{dtd}">'),
+    ("external-dtd-uppercase-spaced", '<! doctype net SYSTEM "{dtd}">'),
+    ("parameter-entity", '<!DOCTYPE net [<!ENTITY % p SYSTEM "{dtd}"> %p;]>'),
+    ("network-dtd", '<!DOCTYPE net SYSTEM "http://127.0.0.1:9/ir.dtd">'),
+]
+
+
+@pytest.mark.parametrize(("case", "doctype"), XXE, ids=[c[0] for c in XXE])
+def test_no_dtd_or_entity_is_ever_loaded(tmp_path: Path, case: str, doctype: str) -> None:
+    """Refused before parsing; and the parser itself never loads a DTD, an entity or a network resource."""
+    from lxml import etree
+
+    from ir2onnx.ir.xml_reader import _parser
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    dtd = tmp_path / "ir.dtd"
+    dtd.write_text(f'<!ENTITY s SYSTEM "file://{secret}">')
+    text = VALID.replace('<?xml version="1.0"?>', '<?xml version="1.0"?>\n' + doctype.format(dtd=dtd))
+    text = text.replace('name="t"', 'name="&s;"')
+    xml = tmp_path / "m.xml"
+    xml.write_text(text)
+    (tmp_path / "m.bin").write_bytes(b"\0" * 8)
+    with pytest.raises(IRReadError) as info:
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    assert "TOP SECRET" not in str(info.value) and not (tmp_path / "out.onnx").exists()
+    # the parser alone (no pre-check): the entity stays unresolved or the document is refused
+    try:
+        root = etree.fromstring(text.encode(), _parser())
+    except etree.XMLSyntaxError:
+        return
+    assert "TOP SECRET" not in etree.tostring(root).decode()
+
+
+def test_utf16_document_with_dtd_is_not_expanded(tmp_path: Path) -> None:
+    """A DOCTYPE the byte-level pre-check cannot see (UTF-16) still loads nothing."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    text = VALID.replace('<?xml version="1.0"?>', f'<?xml version="1.0" encoding="UTF-16"?>\n'
+                         f'<!DOCTYPE net [<!ENTITY s SYSTEM "file://{secret}">]>').replace('name="t"', 'name="&s;"')
+    xml = tmp_path / "m.xml"
+    xml.write_bytes(text.encode("utf-16"))
+    (tmp_path / "m.bin").write_bytes(struct.pack("<2f", 1.0, 2.0))
+    try:
+        model = ir2onnx.convert(xml)
+    except IRReadError as e:
+        assert "TOP SECRET" not in str(e)
+        return
+    assert "TOP SECRET" not in model.graph.name
+
+
+def test_unsupported_ops_listed_at_once_with_layers(tmp_path: Path) -> None:
+    text = VALID.replace('type="Add" version="opset1"', 'type="FancyAdd" version="opset1"')
+    xml = tmp_path / "m.xml"
+    xml.write_text(text)
+    (tmp_path / "m.bin").write_bytes(struct.pack("<2f", 1.0, 2.0))
+    from ir2onnx.errors import UnsupportedOpsError
+
+    with pytest.raises(UnsupportedOpsError) as info:
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    assert "FancyAdd (opset1) x1" in str(info.value) and "layer 2 'add'" in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.xml"]

@@ -108,18 +108,22 @@ def is_lstm(kind: str) -> bool:
 def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: int = 3,
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
-                   trip: int | None = None, seed: int = 0) -> ov.Model:
-    """X [batch, steps, inputs] sliced on axis 1 (reverse: from the end) through a TensorIterator (or a Loop) whose
+                   trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
+                   seed: int = 0) -> ov.Model:
+    """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
-    Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c."""
+    Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
+    default `steps`; -1 reads it from X's shape at run time."""
     rng = np.random.default_rng(seed)
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
     has_c = is_lstm(kind)
-    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
+    t = -1 if dynamic_steps else steps
+    axis = 0 if time_major else 1  # the sliced (time) axis
+    X = ops.parameter([t, batch, inputs] if time_major else [batch, t, inputs], np.float32, name="X")
     H0 = ops.parameter([batch, hidden], np.float32, name="H0")
     params = [X, H0]
-    bx = ops.parameter([batch, 1, inputs], np.float32, name="x_t")
+    bx = ops.parameter([1, batch, inputs] if time_major else [batch, 1, inputs], np.float32, name="x_t")
     bh = ops.parameter([batch, hidden], np.float32, name="h_prev")
     body_params = [bx, bh]
     bc = None
@@ -131,7 +135,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     x = ops.reshape(bx, ops.constant(np.array([-1, inputs], np.int64)), False)
     new = step(x, bh, bc)
     r_h = ops.result(new[0])
-    r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([1], np.int64))))
+    r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([axis], np.int64))))
     results = [r_h, r_y]
     r_c = None
     if has_c:
@@ -141,7 +145,11 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         r_cond = ops.result(ops.constant(True))
         it = ops.parameter([], np.int64, name="it")
         body = ov.Model([r_cond, *results], [it, *body_params])
-        node = ops.loop(ops.constant(np.int64(steps if trip is None else trip)), ops.constant(True))
+        if trip == -1:  # the trip count read from the sequence's length at run time
+            count = ops.gather(ops.shape_of(X), ops.constant(np.int64(axis)), ops.constant(np.int64(0)))
+        else:
+            count = ops.constant(np.int64(steps if trip is None else trip))
+        node = ops.loop(count, ops.constant(True))
         node.set_function(body)
         node.set_special_body_ports([0, 0])
     else:
@@ -149,7 +157,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         node = ops.tensor_iterator()
         node.set_body(body)
     start, stride, end = (-1, -1, 0) if reverse else (0, 1, -1)
-    node.set_sliced_input(bx, X.output(0), start, stride, 1, end, 1)
+    node.set_sliced_input(bx, X.output(0), start, stride, 1, end, axis)
     node.set_merged_input(bh, H0.output(0), r_h.output(0))
     if has_c:
         node.set_merged_input(bc, params[2].output(0), r_c.output(0))  # type: ignore[union-attr]
@@ -158,7 +166,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         if o == "seq":
             # a Loop concatenates forward only: reverse reading then gives the steps in reading order
             o_start, o_stride, o_end = (0, 1, -1) if loop else (start, stride, end)
-            outs.append(node.get_concatenated_slices(r_y.output(0), o_start, o_stride, 1, o_end, 1))
+            outs.append(node.get_concatenated_slices(r_y.output(0), o_start, o_stride, 1, o_end, axis))
         elif o == "h":
             outs.append(node.get_iter_value(r_h.output(0), -1))
         elif o == "c" and r_c is not None:

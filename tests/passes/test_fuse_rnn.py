@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 import pytest
 
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, recurrent_loop
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
@@ -71,6 +73,15 @@ def test_clip_and_activations_carried(tmp_path: Path, kind: str, op: str, kw: di
     _check(recurrent_loop(kind, **kw), tmp_path, _inputs(kind), op)
 
 
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("kind,op", [("lstm4", "LSTM"), ("gru_after", "GRU")])
+def test_time_major_sequence(tmp_path: Path, kind: str, op: str, loop: bool) -> None:
+    model = recurrent_loop(kind, time_major=True, loop=loop, reverse=True)
+    inputs = _inputs(kind)
+    inputs[0] = np.ascontiguousarray(inputs[0].transpose(1, 0, 2))
+    _check(model, tmp_path, inputs, op)
+
+
 def test_long_sequence_and_wide_cell(tmp_path: Path) -> None:
     model = recurrent_loop("lstm4", batch=4, steps=40, inputs=24, hidden=16)
     _check(model, tmp_path, _inputs("lstm4", batch=4, steps=40, inputs=24, hidden=16), "LSTM")
@@ -93,6 +104,30 @@ def test_near_misses_stay_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
 
 
+@pytest.mark.parametrize("outputs", [("h", "c"), ("seq", "h")])
+def test_run_time_length(tmp_path: Path, outputs: tuple[str, ...]) -> None:
+    """A sequence of run-time length; with zero steps the states stay the initial ones (ONNX Scan semantics; the
+    literal Scan cannot be the reference there: onnxruntime 1.32 crashes on a zero-length scan input)."""
+    xml = save_ir(recurrent_loop("lstm4", dynamic_steps=True, outputs=outputs), tmp_path)
+    fused = assert_equivalent(xml, _inputs("lstm4", steps=7))
+    assert _loops(fused) == 0
+    empty = _inputs("lstm4", steps=0)
+    got = dict(zip(outputs, run_onnxruntime(fused, dict(zip([i.name for i in fused.graph.input], empty)))))
+    if "seq" in outputs:
+        assert got["seq"].shape == (2, 0, 3)
+    np.testing.assert_array_equal(got["h"], empty[1])
+    if "c" in outputs:
+        np.testing.assert_array_equal(got["c"], empty[2])
+
+
+@pytest.mark.parametrize("kind,op", [("lstm4", "LSTM"), ("keras_lstm", "LSTM")])
+def test_loop_trip_count_from_the_sequence_length(tmp_path: Path, kind: str, op: str) -> None:
+    xml = save_ir(recurrent_loop(kind, loop=True, trip=-1, dynamic_steps=True), tmp_path)
+    fused = assert_equivalent(xml, _inputs(kind, steps=6))
+    literal = assert_equivalent(xml, _inputs(kind, steps=6), fuse=False)
+    assert _loops(fused) == 0 and count_ops(fused, op) == 1 and _loops(literal) == 1
+
+
 def test_loop_shorter_than_the_sequence_stays_a_loop(tmp_path: Path) -> None:
     # four iterations over five steps: the fused node would read all five
     _check(recurrent_loop("lstm4", loop=True, trip=4, outputs=("h", "c")), tmp_path, _inputs("lstm4"), None)
@@ -110,3 +145,53 @@ def test_tensorflow_keras_layers(name: str, op: str, batch: int) -> None:
     literal = assert_equivalent(xml, x, fuse=False)
     assert _loops(literal) == 1 and _loops(fused) == 0
     assert count_ops(fused, op) == 1
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_shared_ti_lstm_builder(tmp_path: Path, batch: int) -> None:
+    """The control-flow tests' TI over LSTMCell-4 (Reshape glue, three outputs) is fused."""
+    model = ti_lstm(batch, 6, 5, 4)
+    inputs = rng_inputs([((batch, 6, 5), np.float32), ((batch, 4), np.float32), ((batch, 4), np.float32)])
+    _check(model, tmp_path, inputs, "LSTM")
+
+
+def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
+    # the f16 state is rounded at every step (the cell computes in f32 between casts): one f32 LSTM would not round
+    model = ti_lstm(2, 4, 3, 2, dtype=np.float16)
+    inputs = rng_inputs([((2, 4, 3), np.float16), ((2, 2), np.float16), ((2, 2), np.float16)])
+    xml = save_ir(model, tmp_path)
+    proto = assert_equivalent(xml, inputs, rtol=1e-2, atol=1e-2)
+    assert _loops(proto) == 1
+
+
+# Framework fixtures (scripts/make_tf_fixtures.py): the number of fused nodes each becomes
+FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
+             "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
+             "tf_bidirectional_gru_last": 2}
+
+
+@pytest.mark.parametrize("name", sorted(FRAMEWORK))
+def test_tensorflow_frontend_fixtures(name: str) -> None:
+    """Keras layers with return_sequences on and off (a one-row TensorList keeps the last output), go_backwards and
+    Bidirectional (ReverseSequence around a forward loop): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    d = FIXTURES / name
+    stored = np.load(d / "inputs.npz")
+    inputs = [stored[n] for n in stored.files]
+    expected = np.load(d / "expected.npz")
+    fused = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
+    assert _loops(fused) == 0 and sum(count_ops(fused, o) for o in RECURRENT) == FRAMEWORK[name]
+    feed = dict(zip([i.name for i in fused.graph.input], inputs))
+    for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+    assert _loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_replaced_weights_are_dropped(tmp_path: Path, optimize: bool) -> None:
+    """The body's (reordered) weights do not stay in the model beside the fused node's."""
+    xml = save_ir(recurrent_loop("lstm4", inputs=64, hidden=32), tmp_path)
+    fused = assert_equivalent(xml, _inputs("lstm4", inputs=64, hidden=32), optimize=optimize)
+    used = {i for n in fused.graph.node for i in n.input}
+    assert [t.name for t in fused.graph.initializer if t.name not in used] == []
+    weights = sum(np.prod(t.dims) for t in fused.graph.initializer)
+    assert weights < 1.1 * 4 * 32 * (64 + 32 + 2)

@@ -7,7 +7,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.elementwise import float_unary
-from ir2onnx.convert.ops.precision import float_function, in_f32, saturating
+from ir2onnx.convert.ops.precision import float_function, in_f32, saturating, to_output_type, wide_input
 from ir2onnx.convert.registry import converter
 
 
@@ -115,32 +115,31 @@ def gelu(ctx: LayerContext) -> ir.Value:
 
 
 def scalar_input(ctx: LayerContext, i: int) -> ir.Value:
-    """A scalar parameter input ([] or [1]) as a scalar, so it broadcasts without raising the data's rank."""
+    """A scalar parameter input ([] or [1]) as a scalar (so it broadcasts without raising the data's rank), in the
+    type wide_input gives."""
     c = ctx.const(i)
     if c is not None:
-        return ctx.b.const(c.reshape(()), c.dtype)
-    return ctx.b.reshape(ctx.inputs[i], [])
+        return ctx.b.const(c.reshape(()), c.dtype if c.dtype in (np.float32, np.float64) else np.float32)
+    return ctx.b.reshape(wide_input(ctx, i), [])
 
 
 @converter("HardSigmoid", "opset1")
-@in_f32
 def hard_sigmoid(ctx: LayerContext) -> ir.Value:
     """max(0, min(1, alpha * x + beta)) with alpha and beta as inputs (constant or not)."""
-    b, x = ctx.b, ctx.inputs[0]
-    dt = ctx.input_type(0).numpy
+    b, x = ctx.b, wide_input(ctx, 0)
     y = b.op("Add", [b.op("Mul", [x, scalar_input(ctx, 1)]), scalar_input(ctx, 2)])
-    return b.op("Max", [b.op("Min", [y, b.const(1, dt)]), b.const(0, dt)])
+    zero, one = (b.op("CastLike", [b.const(v, np.float32), x]) for v in (0.0, 1.0))
+    return to_output_type(ctx, b.op("Max", [b.op("Min", [y, one]), zero]))
 
 
 @converter("Selu", "opset1")
-@in_f32
 def selu(ctx: LayerContext) -> ir.Value:
     """lambda * (x if x > 0 else alpha * exp(x) - alpha) with alpha and lambda as inputs."""
-    b, x = ctx.b, ctx.inputs[0]
+    b, x = ctx.b, wide_input(ctx, 0)
     alpha, lam = scalar_input(ctx, 1), scalar_input(ctx, 2)
     neg = b.op("Sub", [b.op("Mul", [alpha, b.op("Exp", [x])]), alpha])
-    pos = b.op("Greater", [x, b.const(0, ctx.input_type(0).numpy)])
-    return b.op("Mul", [lam, b.op("Where", [pos, x, neg])])
+    pos = b.op("Greater", [x, b.op("CastLike", [b.const(0.0, np.float32), x])])
+    return to_output_type(ctx, b.op("Mul", [lam, b.op("Where", [pos, x, neg])]))
 
 
 @converter("PRelu", "opset1")

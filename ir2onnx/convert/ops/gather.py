@@ -1,4 +1,4 @@
-"""Indexing: Gather, TopK, OneHot, CumSum, DepthToSpace/SpaceToDepth."""
+"""Indexing: Gather, TopK, OneHot, CumSum."""
 
 from __future__ import annotations
 
@@ -82,21 +82,6 @@ def cum_sum(ctx: LayerContext) -> ir.Value:
     axis = ctx.inputs[1] if len(ctx.inputs) > 1 else ctx.b.i64(0)
     return ctx.b.op("CumSum", [ctx.inputs[0], axis], {"exclusive": int(ctx.attr_bool("exclusive", False)),
                                                       "reverse": int(ctx.attr_bool("reverse", False))})
-
-
-@converter("DepthToSpace", "opset1")
-def depth_to_space(ctx: LayerContext) -> ir.Value:
-    if ctx.input_rank(0) != 4:
-        raise ctx.error("DepthToSpace is supported for 4-D inputs")
-    mode = "DCR" if ctx.attr_str("mode").lower() == "blocks_first" else "CRD"
-    return ctx.b.op("DepthToSpace", [ctx.inputs[0]], {"blocksize": ctx.attr_int("block_size"), "mode": mode})
-
-
-@converter("SpaceToDepth", "opset1")
-def space_to_depth(ctx: LayerContext) -> ir.Value:
-    if ctx.input_rank(0) != 4 or ctx.attr_str("mode").lower() != "blocks_first":
-        raise ctx.error("SpaceToDepth is supported for 4-D inputs in blocks_first mode")
-    return ctx.b.op("SpaceToDepth", [ctx.inputs[0]], {"blocksize": ctx.attr_int("block_size")})
 
 
 @converter("GatherElements", "opset6")

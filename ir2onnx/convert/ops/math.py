@@ -9,30 +9,24 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.ops.elementwise import float_unary
-from ir2onnx.convert.ops.precision import in_f32
+from ir2onnx.convert.ops.precision import f32_input, to_output_type, wide_input
 from ir2onnx.convert.registry import converter
 
-
-def as_f32(ctx: LayerContext, i: int) -> ir.Value:
-    """Input i in float32 (exact for f16/bf16; onnxruntime has IsInf and the inverse hyperbolics for f32 only)."""
-    x = ctx.inputs[i]
-    return x if ctx.input_type(i).name == "f32" else ctx.b.cast(x, ir.DataType.FLOAT)
-
-
+# f16/bf16 are tested in f32 (exact); f64 stays f64 (1e300 is finite).
 @converter("IsNaN", "opset10")
 def is_nan(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("IsNaN", [as_f32(ctx, 0)])
+    return ctx.b.op("IsNaN", [wide_input(ctx, 0)])
 
 
 @converter("IsInf", "opset10")
 def is_inf(ctx: LayerContext) -> ir.Value:
     neg, pos = ctx.attr_bool("detect_negative", True), ctx.attr_bool("detect_positive", True)
-    return ctx.b.op("IsInf", [as_f32(ctx, 0)], {"detect_negative": int(neg), "detect_positive": int(pos)})
+    return ctx.b.op("IsInf", [wide_input(ctx, 0)], {"detect_negative": int(neg), "detect_positive": int(pos)})
 
 
 @converter("IsFinite", "opset10")
 def is_finite(ctx: LayerContext) -> ir.Value:
-    x = as_f32(ctx, 0)
+    x = wide_input(ctx, 0)
     return ctx.b.op("Not", [ctx.b.op("Or", [ctx.b.op("IsNaN", [x]), ctx.b.op("IsInf", [x])])])
 
 
@@ -41,13 +35,12 @@ for _ir_type, _onnx_op in (("Acosh", "Acosh"), ("Asinh", "Asinh"), ("Atanh", "At
 
 
 @converter("GRN", "opset1")
-@in_f32
 def grn(ctx: LayerContext) -> ir.Value:
     """x / sqrt(sum over axis 1 of x^2 + bias)."""
-    b, x = ctx.b, ctx.inputs[0]
-    dt = ctx.input_type(0).numpy
+    b, x = ctx.b, wide_input(ctx, 0)
     ss = b.reduce("ReduceSumSquare", x, [1], keepdims=True)
-    return b.op("Div", [x, b.op("Sqrt", [b.op("Add", [ss, b.const(ctx.attr_float("bias"), dt)])])])
+    bias = b.op("CastLike", [b.const(ctx.attr_float("bias"), np.float32), x])
+    return to_output_type(ctx, b.op("Div", [x, b.op("Sqrt", [b.op("Add", [ss, bias])])]))
 
 
 def _scalar_i64(ctx: LayerContext, i: int) -> ir.Value:

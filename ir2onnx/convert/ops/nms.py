@@ -27,7 +27,7 @@ from ir2onnx.convert.registry import converter
 _BELOW_ONE = np.float32(1 - 2**-24)  # the largest float32 below 1
 
 
-def _input(ctx: LayerContext, i: int, default: float | int, dtype: ir.DataType) -> ir.Value:
+def _input(ctx: LayerContext, i: int, default: float, dtype: ir.DataType) -> ir.Value:
     b = ctx.b
     if len(ctx.inputs) <= i or ctx.inputs[i] is None:
         return b.const(np.array([default], np.int64 if dtype == ir.DataType.INT64 else np.float32))

@@ -1,7 +1,7 @@
 """Computing precision of converters, as OpenVINO's CPU plugin computes (with f32 inference precision):
 
-* f16/bf16 layers are computed in f32 and their outputs rounded once: `in_f32` wraps a converter whose ONNX form
-  takes several nodes (each would round in f16 otherwise);
+* f16/bf16 data is computed in f32 between casts and rounded once at the end (not once per ONNX node):
+  `wide_input`/`to_output_type` inside a converter, or `in_f32` around a whole converter;
 * float functions of integers (Exp, Sqrt, Sin, Sigmoid, ... of an i32) are computed in f32, rounded half to even
   and saturated to the integer type: `float_function`;
 * 8-bit integer arithmetic saturates (i8/u8 Add, Subtract, Multiply, Power, PRelu): `saturating`.
@@ -21,6 +21,31 @@ from ir2onnx.convert.registry import ConverterResult
 from ir2onnx.ir.element_types import ElementType, parse_element_type
 
 _HALF = ("f16", "bf16")
+_WIDE = ("f32", "f64")
+
+
+def wide_input(ctx: LayerContext, i: int) -> ir.Value:
+    """Input i as is when f32/f64, else cast to f32."""
+    x = ctx.inputs[i]
+    return x if ctx.input_type(i).name in _WIDE else ctx.b.cast(x, ir.DataType.FLOAT)
+
+
+def f32_input(ctx: LayerContext, i: int) -> ir.Value:
+    """Input i in f32 (for ONNX ops that onnxruntime runs in f32 only)."""
+    x = ctx.inputs[i]
+    return x if ctx.input_type(i).name == "f32" else ctx.b.cast(x, ir.DataType.FLOAT)
+
+
+def to_output_type(ctx: LayerContext, y: ir.Value, port: int = 0) -> ir.Value:
+    """`y` (computed by wide_input's rule) cast back to output `port`'s type where that is narrower."""
+    et = ctx.output_type(port)
+    if et.name in _WIDE:
+        return y
+    out = ctx.b.cast(y, onnx_dtype(et))
+    set_value_type(out, et)
+    return out
+
+
 _F32 = parse_element_type("f32")
 
 

@@ -257,15 +257,3 @@ def tile(ctx: LayerContext) -> ir.Value:
     return b.op("Tile", [x, repeats])
 
 
-@converter("Pad", "opset1", "opset12")
-def pad(ctx: LayerContext) -> ir.Value:
-    """pads_begin/pads_end -> ONNX pads; negative pads (opset12) crop, which ONNX Pad also does."""
-    mode = ctx.attr_str("pad_mode", "constant").lower()
-    if mode not in ("constant", "edge", "reflect"):
-        raise ctx.error(f"pad_mode '{mode}' has no ONNX equivalent")
-    b = ctx.b
-    pads = b.concat([_axes(ctx, 1), _axes(ctx, 2)], 0)
-    ins = [ctx.inputs[0], pads]
-    if mode == "constant" and len(ctx.inputs) > 3:
-        ins.append(b.reshape(ctx.inputs[3], []))
-    return b.op("Pad", ins, {"mode": mode})

@@ -1,22 +1,37 @@
-"""The converted TensorIterator/Loop models on onnxruntime's CUDA execution provider."""
+"""The converted TensorIterator/Loop models on onnxruntime's CUDA execution provider, with the report of where
+onnxruntime placed each node (Loop/Scan bodies included)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import ir2onnx
 from ir2onnx.check.compare import compare_output
-from ir2onnx.check.onnxruntime_run import cuda_available, run_onnxruntime
+from ir2onnx.check.onnxruntime_run import cuda_available, make_session, placement_of, run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
-from tests.convert.control_flow.builders import loop_model, ti_accumulate
-from tests.utils import convert_checked, rng_inputs, save_ir
+from ir2onnx.errors import CheckError
+from tests.convert.control_flow.builders import loop_model, ti_accumulate, ti_lstm
+from tests.utils import convert_checked, count_ops, rng_inputs, save_ir
 
-pytestmark = pytest.mark.skipif(not cuda_available(), reason="onnxruntime's CUDA execution provider is not available "
-                                "(needs onnxruntime-gpu and an NVIDIA GPU)")
+ROOT = Path(__file__).resolve().parents[3]
+# every sample with a TensorIterator or Loop
+LOOP_SAMPLES = sorted(p.parent.name for p in (ROOT / "samples").glob("*/model.xml")
+                      if 'type="TensorIterator"' in p.read_text() or 'type="Loop"' in p.read_text())
+CUDA = cuda_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="onnxruntime's CUDA execution provider is not available (needs "
+                                "pip install \"ir2onnx[cuda]\" and an NVIDIA GPU with its driver)")
 
 
+def test_samples_with_loops_exist() -> None:
+    assert {"ti_lstm", "while_loop", "nested"} <= set(LOOP_SAMPLES)
+
+
+@needs_cuda
 @pytest.mark.parametrize("case", ["ti", "loop"])
 def test_cuda_matches_openvino(tmp_path: Path, case: str) -> None:
     if case == "ti":
@@ -33,3 +48,60 @@ def test_cuda_matches_openvino(tmp_path: Path, case: str) -> None:
     for out, g, r in zip(proto.graph.output, got, ref):
         c = compare_output(out.name, g, r, rtol=1e-4, atol=1e-5)
         assert c.passed, c
+
+
+@needs_cuda
+@pytest.mark.parametrize("sample", LOOP_SAMPLES)
+def test_samples_on_cuda(sample: str) -> None:
+    report = ir2onnx.check(ROOT / "samples" / sample / "model.xml", device="cuda")
+    assert report.passed, report
+    assert report.placement is not None
+    assert report.placement.nodes_per_provider.get("CUDAExecutionProvider", 0) > 0, report.placement
+
+
+@needs_cuda
+def test_fused_lstm_on_cuda(tmp_path: Path) -> None:
+    xml = save_ir(ti_lstm(3, 7, 5, 8), tmp_path)
+    proto = ir2onnx.convert(xml)
+    assert count_ops(proto, "LSTM") == 1 and count_ops(proto, "Scan") == 0
+    report = ir2onnx.check(xml, proto, device="cuda")
+    assert report.passed, report
+    assert not any(n.startswith("LSTM ") for n in report.placement.cpu_nodes), report.placement
+
+
+@needs_cuda
+def test_cli_reports_placement() -> None:
+    r = subprocess.run([sys.executable, "-m", "ir2onnx", "check", str(ROOT / "samples" / "while_loop" / "model.xml"),
+                        str(_converted("while_loop")), "--device", "cuda"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "onnxruntime node placement" in r.stdout and "on CUDAExecutionProvider" in r.stdout
+
+
+def _converted(sample: str) -> Path:
+    import tempfile
+
+    out = Path(tempfile.mkdtemp()) / f"{sample}.onnx"
+    ir2onnx.convert_file(ROOT / "samples" / sample / "model.xml", out)
+    return out
+
+
+@pytest.mark.skipif(CUDA, reason="checks the error when CUDA is missing; this machine has it")
+def test_missing_gpu_is_an_error_not_a_cpu_run(tmp_path: Path) -> None:
+    with pytest.raises(CheckError, match="CUDA execution provider is not available"):
+        ir2onnx.check(ROOT / "samples" / "while_loop" / "model.xml", device="cuda")
+    r = subprocess.run([sys.executable, "-m", "ir2onnx", "check", str(ROOT / "samples" / "while_loop" / "model.xml"),
+                        str(_converted("while_loop")), "--device", "cuda"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 2 and "ir2onnx[cuda]" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_placement_counts_body_nodes() -> None:
+    """onnxruntime's record of node placement covers the nodes inside Loop bodies (checked on the CPU provider)."""
+    proto = ir2onnx.convert(ROOT / "samples" / "while_loop" / "model.xml")
+    placement = placement_of(make_session(proto, "cpu", record_placement=True))
+    body_nodes = sum(len(a.g.node) for n in proto.graph.node for a in n.attribute if a.g.node)
+    assert body_nodes > 0
+    assert set(placement["nodes_per_provider"]) == {"CPUExecutionProvider"}
+    assert placement["nodes_per_provider"]["CPUExecutionProvider"] > body_nodes // 2
+    assert any("Loop" in n.split()[0] for n in placement["cpu_nodes"])

@@ -77,8 +77,8 @@ for seed_case, (center, flip, sort) in enumerate([(False, False, True), (False, 
     data = _random(2, 3, 25, center, flip)
     for v, mod in ((1, ops1), (4, ops4), (5, ops5), (9, ops9)):
         CASES.append(_case(f"nms{v}-random-{enc}{'-flipped' if flip else ''}-{'sorted' if sort else 'unsorted'}",
-                           lambda b, s, mod=mod, enc=enc, sort=sort: mod.non_max_suppression(
-                               b, s, *_thr(4 + seed_case, 0.3 + 0.1 * seed_case, 0.1 * (seed_case % 3)), box_encoding=enc,
+                           lambda b, s, mod=mod, enc=enc, sort=sort, k=seed_case: mod.non_max_suppression(
+                               b, s, *_thr(4 + k, 0.3 + 0.1 * k, 0.1 * (k % 3)), box_encoding=enc,
                                sort_result_descending=sort), data))
 
 

@@ -1,4 +1,4 @@
-"""MatMul, convolutions and pooling (nn.py)."""
+"""MatMul and Einsum (nn.py), with a smoke table of convolutions, pooling and Interpolate."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import openvino.opset1 as ops1
-import openvino.opset10 as ops10
 import openvino.opset8 as ops8
+import openvino.opset10 as ops10
 import openvino.opset13 as ops
 import pytest
 

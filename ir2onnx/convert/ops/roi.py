@@ -1,0 +1,129 @@
+"""ROI ops: ROIAlign-3/9.
+
+ROIAlign, avg mode, is ONNX RoiAlign-16: OpenVINO's `asymmetric` is ONNX `output_half_pixel` (ROI sides at least 1),
+`half_pixel_for_nn` is ONNX `half_pixel` (x * scale - 0.5), and OpenVINO's `half_pixel`, (x + 0.5) * scale - 0.5,
+is ONNX `half_pixel` on ROIs shifted by 0.5. Max mode is composed: onnxruntime's RoiAlign takes the max of the
+weighted corner terms rather than of the interpolated samples, and OpenVINO's CPU plugin starts the max at 0 (a
+bin whose samples are all negative pools to 0), which the composition reproduces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.registry import converter
+
+
+def _f(b: GraphBuilder, v: float) -> ir.Value:
+    return b.const(np.array(v, np.float32))
+
+
+def _column(b: GraphBuilder, rois: ir.Value, k: int) -> ir.Value:
+    """Column k of [R, n] ROIs as [R]."""
+    return b.reshape(b.slice(rois, [k], [k + 1], [1]), [-1])
+
+
+class _Axis:
+    """Bilinear sample taps along one axis for every ROI: `count` samples per bin (per ROI), padded to `s_max`."""
+
+    def __init__(self, b: GraphBuilder, start: ir.Value, bin_size: ir.Value, count: ir.Value, s_max: ir.Value,
+                 pooled: int, size: ir.Value) -> None:
+        # pre[r, p, s] = (start + p * bin) + bin / count * (s + 0.5), as OpenVINO orders the arithmetic
+        p = b.const(np.arange(pooled, dtype=np.float32).reshape(1, pooled, 1))
+        s = b.op("Range", [_f(b, 0.5), b.op("Add", [b.cast(s_max, ir.DataType.FLOAT), _f(b, 0.5)]), _f(b, 1.0)])
+        s = b.reshape(s, [1, 1, -1])
+        r3 = [-1, 1, 1]
+        cnt = b.cast(count, ir.DataType.FLOAT)
+        first = b.op("Add", [b.reshape(start, r3), b.op("Mul", [p, b.reshape(bin_size, r3)])])
+        dist = b.reshape(b.op("Div", [bin_size, b.op("Max", [cnt, _f(b, 1.0)])]), r3)
+        pre = b.op("Add", [first, b.op("Mul", [dist, s])])
+        size_f = b.cast(size, ir.DataType.FLOAT)
+        inside = b.op("And", [b.op("GreaterOrEqual", [pre, _f(b, -1.0)]), b.op("LessOrEqual", [pre, size_f])])
+        # samples past the ROI's own count are padding
+        used = b.op("Less", [b.reshape(b.op("Range", [b.i64(0), s_max, b.i64(1)]), [1, 1, -1]),
+                             b.reshape(count, r3)])
+        self.valid = b.op("And", [inside, used])
+        c = b.op("Max", [pre, _f(b, 0.0)])
+        low = b.cast(b.op("Floor", [c]), ir.DataType.INT64)
+        last = b.op("Sub", [size, b.i64(1)])
+        at_end = b.op("GreaterOrEqual", [low, last])
+        low = b.op("Where", [at_end, b.op("Max", [last, b.i64(0)]), low])
+        high = b.op("Where", [at_end, low, b.op("Add", [low, b.i64(1)])])
+        c = b.op("Where", [at_end, b.cast(low, ir.DataType.FLOAT), c])
+        frac = b.op("Sub", [c, b.cast(low, ir.DataType.FLOAT)])
+        zero = _f(b, 0.0)
+        w_low = b.op("Where", [self.valid, b.op("Sub", [_f(b, 1.0), frac]), zero])
+        w_high = b.op("Where", [self.valid, frac, zero])
+        # [R, pooled, S, 2] taps (low, high), flattened per ROI
+        self.index = b.reshape(b.concat([b.unsqueeze(low, [-1]), b.unsqueeze(high, [-1])], -1), [0, -1])
+        self.weight = b.reshape(b.concat([b.unsqueeze(w_low, [-1]), b.unsqueeze(w_high, [-1])], -1), [0, -1])
+
+
+def _max_pool_samples(b: GraphBuilder, data_nhwc: ir.Value, batch: ir.Value, ya: _Axis, xa: _Axis, ph: int,
+                      pw: int, sy: ir.Value, sx: ir.Value) -> ir.Value:
+    """max(0, every interpolated sample of each bin) -> [R, C, ph, pw]."""
+    ny = b.shape_of(ya.index, 1, 2)
+    nx = b.shape_of(xa.index, 1, 2)
+    grid = b.concat([b.shape_of(batch), ny, nx], 0)
+    bi = b.op("Expand", [b.reshape(batch, [-1, 1, 1, 1]), b.concat([grid, b.i64([1])], 0)])
+    yi = b.op("Expand", [b.unsqueeze(ya.index, [2, 3]), b.concat([grid, b.i64([1])], 0)])
+    xi = b.op("Expand", [b.unsqueeze(xa.index, [1, 3]), b.concat([grid, b.i64([1])], 0)])
+    taps = b.op("GatherND", [data_nhwc, b.concat([bi, yi, xi], 3)])  # [R, Ny, Nx, C]
+    w = b.op("Mul", [b.unsqueeze(ya.weight, [2, 3]), b.unsqueeze(xa.weight, [1, 3])])
+    v = b.op("Mul", [taps, w])
+    # [R, ph, Sy, 2, pw, Sx, 2, C] -> interpolated samples [R, ph, Sy, pw, Sx, C]
+    v = b.reshape(v, b.concat([b.shape_of(batch), b.i64([ph]), b.reshape(sy, [1]), b.i64([2, pw]),
+                               b.reshape(sx, [1]), b.i64([2]), b.shape_of(data_nhwc, 3, 4)], 0))
+    v = b.reduce("ReduceSum", v, [3, 6], keepdims=False)
+    pooled = b.reduce("ReduceMax", v, [2, 4], keepdims=False)  # [R, ph, pw, C]
+    pooled = b.op("Max", [pooled, _f(b, 0.0)])
+    return b.op("Transpose", [pooled], {"perm": [0, 3, 1, 2]})
+
+
+@converter("ROIAlign", "opset3", "opset9")
+def roi_align(ctx: LayerContext) -> ir.Value:
+    b = ctx.b
+    ph, pw = ctx.attr_int("pooled_h"), ctx.attr_int("pooled_w")
+    sr = ctx.attr_int("sampling_ratio")
+    scale = ctx.attr_float("spatial_scale")
+    mode = ctx.attr_str("mode").lower()
+    aligned = ctx.attr_str("aligned_mode", "asymmetric").lower()
+    if mode not in ("avg", "max"):
+        raise ctx.error(f"unknown mode '{mode}'")
+    if aligned not in ("asymmetric", "half_pixel_for_nn", "half_pixel"):
+        raise ctx.error(f"unknown aligned_mode '{aligned}'")
+    et = ctx.input_type(0)
+    data, rois = ctx.inputs[0], ctx.inputs[1]
+    if et.name != "f32":
+        data, rois = b.cast(data, ir.DataType.FLOAT), b.cast(rois, ir.DataType.FLOAT)
+    batch = b.cast(ctx.inputs[2], ir.DataType.INT64)
+    if mode == "avg":
+        if aligned == "half_pixel":
+            rois = b.op("Add", [rois, _f(b, 0.5)])
+        y = b.op("RoiAlign", [data, rois, batch], {
+            "mode": "avg", "output_height": ph, "output_width": pw, "sampling_ratio": sr, "spatial_scale": scale,
+            "coordinate_transformation_mode": "output_half_pixel" if aligned == "asymmetric" else "half_pixel"})
+    else:
+        src = 0.5 if aligned == "half_pixel" else 0.0
+        dst = -0.5 if aligned != "asymmetric" else 0.0
+        x1, y1, x2, y2 = (b.op("Add", [b.op("Mul", [b.op("Add", [_column(b, rois, k), _f(b, src)]), _f(b, scale)]),
+                                       _f(b, dst)]) for k in range(4))
+        w, h = b.op("Sub", [x2, x1]), b.op("Sub", [y2, y1])
+        if aligned == "asymmetric":
+            w, h = b.op("Max", [w, _f(b, 1.0)]), b.op("Max", [h, _f(b, 1.0)])
+        bw, bh = b.op("Div", [w, _f(b, float(pw))]), b.op("Div", [h, _f(b, float(ph))])
+        if sr > 0:
+            cx = cy = b.op("Expand", [b.i64(sr), b.shape_of(batch)])
+            sx = sy = b.i64(sr)
+        else:
+            cx, cy = b.cast(b.op("Ceil", [bw]), ir.DataType.INT64), b.cast(b.op("Ceil", [bh]), ir.DataType.INT64)
+            sx = b.op("Max", [b.reduce("ReduceMax", cx, [0], keepdims=False), b.i64(1)])
+            sy = b.op("Max", [b.reduce("ReduceMax", cy, [0], keepdims=False), b.i64(1)])
+        ya = _Axis(b, y1, bh, cy, sy, ph, b.reshape(b.shape_of(data, 2, 3), []))
+        xa = _Axis(b, x1, bw, cx, sx, pw, b.reshape(b.shape_of(data, 3, 4), []))
+        y = _max_pool_samples(b, b.op("Transpose", [data], {"perm": [0, 2, 3, 1]}), batch, ya, xa, ph, pw,
+                              sy, sx)
+    return y if et.name == "f32" else b.cast(y, onnx_dtype(et))

@@ -1,0 +1,144 @@
+"""The last gate before a model leaves ir2onnx: the full ONNX checker, strict shape and type inference, and an
+onnxruntime session. A failure becomes one `InvalidModelError` naming the IR layer whose nodes are at fault.
+
+Validation never copies weights: it runs on a serialisation of the graph in which every initializer above
+`INLINE_BYTES` is a typed graph input instead (checker, inference and onnxruntime's loader only need its type and
+shape); small initializers (shapes, axes, scalars) keep their values so that inference can propagate them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import onnx
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import LAYER_META
+from ir2onnx.errors import InvalidModelError
+
+# Initializers up to this size keep their data in the validated copy (their values feed shape inference).
+INLINE_BYTES = 1 << 16
+
+_NODE_PATTERNS = (
+    re.compile(r"node name: ([^)\s]+)\)"),  # onnx inference: (op_type:X, node name: NAME)
+    re.compile(r"Node \(([^)]+)\)"),  # onnxruntime: Node (NAME) Op (X)
+    re.compile(r"Node\(([^)]+)\) with schema"),  # onnx checker: arity, attributes
+    re.compile(r"node with name '([^']+)'"),  # onnxruntime: no kernel for ...
+    re.compile(r"name: (\S+) OpType"),  # onnx checker: topological order
+    re.compile(r"[Nn]ode \(?'?([^\s)':,]+)'?\)? has"),
+)
+_ELEM_TYPE = re.compile(r"elem type: \((\d+)\) vs \((\d+)\)")
+
+
+def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
+    """Raise InvalidModelError unless `model` passes onnx.checker, strict inference and (when `runtime` and
+    onnxruntime is importable) loads in an onnxruntime session."""
+    proto = weightless_proto(model)
+    try:
+        onnx.checker.check_model(proto)
+        # no data_prop: onnx's data propagation treats every small integer tensor as a shape vector and refuses
+        # valid models (e.g. Sub of [1, n] and [n, 1] index grids: "Invalid rank for Sub broadcasting")
+        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+        raise _error(model, "fails the ONNX checker", str(e)) from None
+    if runtime:
+        _load_in_onnxruntime(model, proto)
+
+
+def weightless_proto(model: ir.Model) -> onnx.ModelProto:
+    """The model as a ModelProto whose large initializers are graph inputs of the same type and shape (no copy)."""
+    g = model.graph
+    order = list(g.initializers.values())
+    large = [v for v in order if v.const_value is not None and v.const_value.nbytes > INLINE_BYTES
+             and not v.is_graph_input()]
+    n_inputs = len(g.inputs)
+    for v in large:
+        g.initializers.pop(v.name)  # type: ignore[arg-type]
+    g.inputs.extend(large)
+    try:
+        return ir.to_proto(model)
+    finally:
+        while len(g.inputs) > n_inputs:
+            g.inputs.pop()
+        g.initializers.clear()
+        for v in order:
+            g.initializers.add(v)
+
+
+def _load_in_onnxruntime(model: ir.Model, proto: onnx.ModelProto) -> None:
+    try:
+        import onnxruntime as ort
+    except ImportError:  # a dependency, but the checks above still stand without it
+        return
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: a failure is reported below, not on stderr
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    try:
+        ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001  onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
+        raise _error(model, "does not load in onnxruntime", str(e)) from None
+
+
+def _nodes(graph: ir.Graph) -> Iterator[ir.Node]:
+    yield from ir.traversal.RecursiveGraphIterator(graph)
+
+
+def _error(model: ir.Model, what: str, message: str) -> InvalidModelError:
+    """Name the IR layer whose node the (innermost) error is about, and say what is inconsistent."""
+    layers: dict[str, object] = {}
+    producers: dict[str, object] = {}
+    prefixes: dict[str, object] = {}
+    for node in _nodes(model.graph):
+        layer = node.meta.get(LAYER_META)
+        if layer is None:
+            continue
+        if node.name:
+            layers[node.name] = layer
+            # nodes a pass made in place of others carry their name as prefix, which starts with the layer's hint
+            prefixes.setdefault(node.name.split("/")[0], layer)
+        for out in node.outputs:
+            if out.name:
+                producers[out.name] = layer
+    # inference lists one error a line, the cause first and its consequences after it
+    message = next((line for line in message.splitlines() if line.strip()), message)
+    found: tuple[int, object] | None = None
+    for pattern in _NODE_PATTERNS:
+        for m in pattern.finditer(message):
+            name = m.group(1)
+            layer = layers.get(name) or producers.get(name) or prefixes.get(name.split("/")[0])
+            if layer is not None and (found is None or m.start() > found[0]):
+                found = (m.start(), layer)
+    if found is None:  # a value named in the message (graph outputs, body inputs)
+        for name, layer in producers.items():
+            pos = message.rfind(f"'{name}'")
+            if pos >= 0 and (found is None or pos > found[0]):
+                found = (pos, layer)
+    detail = _innermost(message)
+    if found is None:
+        return InvalidModelError(f"the converted ONNX model {what}: {detail}")
+    where = found[1].where()  # type: ignore[attr-defined]
+    return InvalidModelError(f"{where}: the ONNX model converted from this layer {what}: {detail}")
+
+
+def _innermost(message: str) -> str:
+    """The most specific part of a nested inference message, on one line, with element types named."""
+    text = " ".join(message.split())
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"Load model from \S* failed:", "", text)
+    for pattern in (r"\(op_type:[^)]*\): ", r"Node \([^)]*\) Op \([^)]*\) "):
+        parts = re.split(pattern, text)
+        if len(parts) > 1:
+            text = parts[-1]
+    text = _ELEM_TYPE.sub(lambda m: f"elem type: {_type_name(m.group(1))} vs {_type_name(m.group(2))}", text)
+    return text.strip()[:400]
+
+
+def _type_name(code: str) -> str:
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(int(code)).name
+    except (KeyError, ValueError, TypeError):
+        return f"({code})"
+
+
+__all__ = ["INLINE_BYTES", "validate_model", "weightless_proto"]

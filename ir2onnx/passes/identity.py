@@ -1,0 +1,45 @@
+"""Remove Identity nodes (main graph and bodies) without changing graph inputs or outputs.
+
+y = Identity(x) goes away when y is no graph output (its readers read x), or when y is an output of the graph
+that computes x and x is neither an input nor an output of that graph (x then takes y's place and name). The
+others stay: a graph output must be a distinct value of its own graph (an input, or a value from an enclosing
+graph, is returned through one Identity).
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from ir2onnx.passes.loop_utils import is_default_domain
+
+
+class RemoveIdentityPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            modified |= _remove(node)
+        return ir.passes.PassResult(model, modified=modified)
+
+
+def _remove(node: ir.Node) -> bool:
+    if node.op_type != "Identity" or not is_default_domain(node) or len(node.inputs) != 1:
+        return False
+    x, y = node.inputs[0], node.outputs[0]
+    graph = node.graph
+    if x is None or graph is None:
+        return False
+    if y.is_graph_output():
+        if x.producer() is None or x.graph is not graph or x.is_graph_output() or x.is_graph_input():
+            return False
+        name, declared_type, declared_shape = y.name, y.type, y.shape
+        y.replace_all_uses_with(x, replace_graph_outputs=True)
+        y.name = None
+        x.name = name
+        if declared_type is not None:
+            x.type = declared_type
+        if declared_shape is not None:
+            x.shape = declared_shape
+    else:
+        y.replace_all_uses_with(x)
+    graph.remove(node, safe=True)
+    return True

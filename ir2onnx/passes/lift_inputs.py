@@ -1,0 +1,289 @@
+"""Compute per-slice work on a loop's sliced input once, for all iterations, outside the loop.
+
+A Scan body sees one slice x_t of a scan input X per iteration; a Loop body that reads `Gather(X, i, axis)` of an
+outer X at an iteration-dependent index i does the same. When a body node computes f(x_t) from that slice and
+loop-invariant values only, and f can be applied to the whole of X with the same result per slice (an input
+projection x_t @ W with a constant or outer 2-D W, a bias added, a Squeeze, an elementwise op), f(X) is computed
+once before the loop and the body reads its slice instead: a new scan input of the Scan, or a Gather of f(X) in
+the Loop. Repeated, this moves a chain (Squeeze -> MatMul -> Add) out as one batched computation. Scan inputs no
+longer read are dropped.
+
+Loop bodies translated from OpenVINO cut a slice of size 1 with Slice and drop the axis with Squeeze: that pair
+becomes one Gather first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.passes.loop_utils import (
+    const_array,
+    const_ints,
+    defined_in,
+    is_default_domain,
+    loops_innermost_first,
+    rank,
+)
+
+# f(X) sliced == f(x_t) for these whatever the scan axis (one input, no axis attribute).
+_UNARY = frozenset({"Abs", "Ceil", "Cos", "Cast", "Erf", "Exp", "Floor", "Log", "Neg", "Not", "Reciprocal", "Relu",
+                    "Round", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Tanh"})
+# Broadcasting binary ops: valid when the other operand's dims all lie after the scan axis.
+_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "And", "Or", "Equal", "Greater", "Less"})
+
+
+class LiftLoopInputsPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for loop, body, outer in loops_innermost_first(model.graph):
+            if loop.op_type == "Scan":
+                modified |= _lift_scan(loop, body, outer)
+            else:
+                modified |= _gathers_from_slices(body)
+                modified |= _lift_loop(loop, body, outer)
+        return ir.passes.PassResult(model, modified=modified)
+
+
+@dataclass
+class _Lifted:
+    nodes: list[ir.Node]  # computing `value` from the whole input, in order
+    value: ir.Value
+    axis: int  # the slicing axis of `value`
+    rank: int  # the rank of one slice of `value`
+
+
+def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, body: ir.Graph) -> _Lifted | None:
+    """f(whole) for the body node f reading the slice x (of rank x_rank, cut from `whole` along `axis`)."""
+    if not is_default_domain(node) or len(node.outputs) != 1 or node.outputs[0].is_graph_output():
+        return None
+    others = [v for v in node.inputs if v is not None and v is not x]
+    if any(defined_in(v, body) for v in others):
+        return None
+    op = node.op_type
+    out = node.outputs[0]
+    if op in _UNARY and len(node.inputs) == 1:
+        new_axis = axis
+    elif op in _BINARY and len(node.inputs) == 2:
+        if op == "Div" and out.dtype is not None and not out.dtype.is_floating_point():
+            return None  # integer division by zero in a slice a Loop never reads must not fail the model
+        ranks = [x_rank if v is x else rank(v) for v in node.inputs]
+        if any(r is None or r > x_rank - axis for r, v in zip(ranks, node.inputs) if v is not x):
+            return None
+        new_axis = axis
+    elif op == "MatMul" and node.inputs[0] is x and node.inputs[1] is not x:
+        # with a 2-D right operand MatMul contracts the last axis only: any other axis may be stacked
+        if rank(node.inputs[1]) != 2 or axis >= x_rank:
+            return None
+        new_axis = axis
+    elif op == "Squeeze" and len(node.inputs) == 2 and node.inputs[0] is x:
+        axes = const_ints(node.inputs[1])
+        if axes is None:
+            return None
+        axes = [a + x_rank if a < 0 else a for a in axes]
+        new_axes = [a + (a >= axis) for a in axes]
+        new_axis = axis - sum(a < axis for a in axes)
+        new_rank = x_rank - len(set(axes))
+        axes_value = ir.Value(name=f"{out.name}/lifted_axes",
+                              const_value=ir.tensor(np.array(new_axes, np.int64), name=f"{out.name}/lifted_axes"))
+        axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
+                            outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
+        value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
+        lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value],
+                         name=f"{node.name}/lifted")
+        return _Lifted([axes_node, lifted], value, new_axis, new_rank)
+    else:
+        return None
+    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
+    inputs = [whole if v is x else v for v in node.inputs]
+    lifted = ir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
+    return _Lifted([lifted], value, new_axis, x_rank)
+
+
+def _unknown_dims(n: int) -> ir.Shape:
+    return ir.Shape([None] * n)
+
+
+def _slice_value(out: ir.Value, lifted: _Lifted) -> ir.Value:
+    """The body's value for one slice of the lifted result (replacing `out`)."""
+    shape = out.shape if out.shape is not None and len(out.shape) == lifted.rank else _unknown_dims(lifted.rank)
+    return ir.Value(name=f"{out.name}/slice", type=out.type, shape=shape)
+
+
+def _ints_attr(node: ir.Node, name: str, default: list[int]) -> list[int]:
+    attr = node.attributes.get(name)
+    return list(attr.as_ints()) if attr is not None else default
+
+
+def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
+    n_scan = node_int(scan, "num_scan_inputs")
+    n_state = len(scan.inputs) - n_scan
+    axes = _ints_attr(scan, "scan_input_axes", [0] * n_scan)
+    dirs = _ints_attr(scan, "scan_input_directions", [0] * n_scan)
+    modified = False
+    work = list(range(n_scan))
+    while work:
+        j = work.pop(0)
+        x, whole = body.inputs[n_state + j], scan.inputs[n_state + j]
+        x_rank = rank(x)
+        if x_rank is None and rank(whole) is not None:
+            x_rank = rank(whole) - 1  # type: ignore[operator]
+        if x_rank is None or whole is None:
+            continue
+        axis = axes[j] + x_rank + 1 if axes[j] < 0 else axes[j]
+        for use in list(x.uses()):
+            node = use.node
+            if node.graph is not body:
+                continue
+            lifted = _lift(node, x, axis, x_rank, whole, body)
+            if lifted is None:
+                continue
+            outer.insert_before(scan, lifted.nodes)
+            out = node.outputs[0]
+            sliced = _slice_value(out, lifted)
+            scan.resize_inputs(len(scan.inputs) + 1)
+            scan.replace_input_with(len(scan.inputs) - 1, lifted.value)
+            body.inputs.append(sliced)
+            axes.append(lifted.axis)
+            dirs.append(dirs[j])
+            out.replace_all_uses_with(sliced)
+            body.remove(node, safe=True)
+            work.append(len(axes) - 1)
+            modified = True
+    if not modified:
+        return False
+    read = [body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output() for j in range(len(axes))]
+    keep = [j for j, r in enumerate(read) if r]
+    values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
+    params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
+    scan.resize_inputs(0)
+    scan.resize_inputs(len(values))
+    for i, v in enumerate(values):
+        scan.replace_input_with(i, v)
+    body.inputs.clear()
+    body.inputs.extend(params)
+    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
+    scan.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [axes[j] for j in keep])
+    scan.attributes["scan_input_directions"] = ir.AttrInt64s("scan_input_directions", [dirs[j] for j in keep])
+    return True
+
+
+def node_int(node: ir.Node, name: str) -> int:
+    return node.attributes[name].as_int()
+
+
+def _gather_slice(node: ir.Node, body: ir.Graph) -> tuple[ir.Value, ir.Value, int] | None:
+    """(whole, index, axis) when `node` is a Gather of an outer value at a scalar iteration-dependent index."""
+    if node.op_type != "Gather" or not is_default_domain(node) or len(node.inputs) != 2:
+        return None
+    whole, index = node.inputs
+    if whole is None or index is None or defined_in(whole, body) or not defined_in(index, body) or rank(index) != 0:
+        return None
+    r = rank(whole)
+    if r is None:
+        return None
+    a = node.attributes["axis"].as_int() if "axis" in node.attributes else 0
+    return whole, index, a + r if a < 0 else a
+
+
+def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
+    modified = False
+    work = [n for n in body if _gather_slice(n, body)]
+    while work:
+        gather = work.pop(0)
+        if gather.graph is not body:
+            continue
+        found = _gather_slice(gather, body)
+        assert found is not None
+        whole, index, axis = found
+        x = gather.outputs[0]
+        x_rank = rank(whole) - 1  # type: ignore[operator]
+        for use in list(x.uses()):
+            node = use.node
+            if node.graph is not body:
+                continue
+            lifted = _lift(node, x, axis, x_rank, whole, body)
+            if lifted is None:
+                continue
+            outer.insert_before(loop, lifted.nodes)
+            out = node.outputs[0]
+            sliced = _slice_value(out, lifted)
+            new_gather = ir.Node("", "Gather", [lifted.value, index], [ir.AttrInt64("axis", lifted.axis)],
+                                 outputs=[sliced], name=f"{node.name}/gather")
+            body.insert_before(node, new_gather)
+            out.replace_all_uses_with(sliced)
+            body.remove(node, safe=True)
+            work.append(new_gather)
+            modified = True
+    return modified
+
+
+def _gathers_from_slices(body: ir.Graph) -> bool:
+    """Squeeze(Slice(X, s, s + 1, axes=[a]), [a]) of an outer X -> Gather(X, s as a scalar, axis=a)."""
+    modified = False
+    for squeeze in list(body):
+        if squeeze.op_type != "Squeeze" or not is_default_domain(squeeze) or len(squeeze.inputs) != 2:
+            continue
+        sliced = squeeze.inputs[0]
+        cut = sliced.producer() if sliced is not None else None
+        if cut is None or cut.op_type != "Slice" or not is_default_domain(cut) or cut.graph is not body:
+            continue
+        ins = list(cut.inputs) + [None] * (5 - len(cut.inputs))
+        whole, start, end, axes, steps = ins
+        if whole is None or start is None or defined_in(whole, body):
+            continue
+        cut_axes = const_ints(axes)
+        squeezed = const_ints(squeeze.inputs[1])
+        if cut_axes is None or len(cut_axes) != 1 or squeezed is None or len(squeezed) != 1:
+            continue
+        r = rank(whole)
+        if r is None and min(cut_axes[0], squeezed[0]) < 0:
+            continue
+        a = cut_axes[0] + r if cut_axes[0] < 0 else cut_axes[0]  # type: ignore[operator]
+        if (squeezed[0] + r if squeezed[0] < 0 else squeezed[0]) != a:  # type: ignore[operator]
+            continue
+        if steps is not None and const_ints(steps) != [1]:
+            continue
+        if not _is_plus_one(end, start):
+            continue
+        index, extra = _scalar_of(start, body)
+        value = ir.Value(name=f"{squeeze.outputs[0].name}/gathered", type=squeeze.outputs[0].type,
+                         shape=squeeze.outputs[0].shape)
+        gather = ir.Node("", "Gather", [whole, index], [ir.AttrInt64("axis", a)], outputs=[value],
+                         name=f"{squeeze.name}/gather")
+        body.insert_before(squeeze, [*extra, gather])
+        squeeze.outputs[0].replace_all_uses_with(value, replace_graph_outputs=True)
+        modified = True
+    return modified
+
+
+def _is_plus_one(end: ir.Value | None, start: ir.Value) -> bool:
+    node = end.producer() if end is not None else None
+    if node is None or node.op_type != "Add" or not is_default_domain(node) or len(node.inputs) != 2:
+        return False
+    a, b = node.inputs
+    other = b if a is start else a if b is start else None
+    arr = const_array(other)
+    return arr is not None and arr.shape in ((), (1,)) and arr.dtype.kind in "iu" and int(arr.reshape(-1)[0]) == 1
+
+
+def _scalar_of(start: ir.Value, body: ir.Graph) -> tuple[ir.Value, list[ir.Node]]:
+    """`start` (one element) as a rank-0 value: the iteration number itself when start is just it * 1 reshaped to
+    [1], else Squeeze(start)."""
+    v = start
+    node = v.producer()
+    if node is not None and node.op_type == "Mul" and is_default_domain(node) and len(node.inputs) == 2:
+        a, b = node.inputs
+        for this, other in ((a, b), (b, a)):
+            arr = const_array(other)
+            if this is not None and arr is not None and arr.size == 1 and arr.ndim <= 1 and arr.reshape(-1)[0] == 1:
+                v = this
+                node = v.producer()
+                break
+    if node is not None and node.op_type == "Reshape" and is_default_domain(node) and node.inputs[0] is not None \
+            and rank(node.inputs[0]) == 0 and node.inputs[0].dtype == start.dtype:
+        return node.inputs[0], []
+    scalar = ir.Value(name=f"{start.name}/scalar", type=start.type, shape=ir.Shape([]))
+    return scalar, [ir.Node("", "Squeeze", [start], outputs=[scalar], name=f"{start.name}/scalar_node")]

@@ -1,0 +1,69 @@
+"""What the loop passes share: finding ONNX Loop/Scan nodes and their bodies, scopes, and constant inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import onnx_ir as ir
+
+LOOP_OPS = ("Loop", "Scan")
+
+# Ops whose result differs from one evaluation to the next: never moved out of a loop body.
+NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+                              "Multinomial", "Bernoulli", "Dropout"})
+
+
+def is_default_domain(node: ir.Node) -> bool:
+    return node.domain in ("", "ai.onnx")
+
+
+def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            yield attr.as_graph()
+        elif attr.type == ir.AttributeType.GRAPHS:
+            yield from attr.as_graphs()
+
+
+def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, ir.Graph]]:
+    """(loop node, its body, the graph holding the node) for every ONNX Loop/Scan, bodies before the loops that
+    hold them, so that what moves out of an inner loop can move on out of the outer one."""
+    for node in list(graph):
+        for sub in subgraphs(node):
+            yield from loops_innermost_first(sub)
+        if node.op_type in LOOP_OPS and is_default_domain(node) and node.graph is graph:
+            yield node, node.attributes["body"].as_graph(), graph
+
+
+def defined_in(value: ir.Value, graph: ir.Graph) -> bool:
+    """Whether `value` is an input, initializer or node output of `graph` itself (not of an enclosing graph)."""
+    return value.graph is graph
+
+
+def const_array(value: ir.Value | None) -> np.ndarray | None:
+    """The value of an initializer or of a Constant node's output, else None."""
+    if value is None:
+        return None
+    if value.const_value is not None:
+        return value.const_value.numpy()
+    node = value.producer()
+    if node is not None and node.op_type == "Constant" and is_default_domain(node) and "value" in node.attributes:
+        return node.attributes["value"].as_tensor().numpy()
+    return None
+
+
+def const_ints(value: ir.Value | None) -> list[int] | None:
+    arr = const_array(value)
+    if arr is None or arr.dtype.kind not in "iu":
+        return None
+    return [int(v) for v in arr.reshape(-1)]
+
+
+def rank(value: ir.Value | None) -> int | None:
+    if value is None:
+        return None
+    if value.shape is not None:
+        return len(value.shape)
+    arr = const_array(value)
+    return None if arr is None else arr.ndim

@@ -1,0 +1,197 @@
+"""MaxPool, AvgPool and adaptive pooling (pooling.py) against OpenVINO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ops1
+import openvino.opset8 as ops8
+import openvino.opset14 as ops14
+import openvino.opset16 as ops16
+import pytest
+
+import ir2onnx
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.errors import LayerConversionError
+from tests.convert.ops.cases import Case, const, params, run_case
+from tests.utils import convert_checked, save_ir
+
+F16, F, F64, I8, U8, I32, I64 = np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64
+RNG = np.random.default_rng(11)
+
+
+def rand(shape, dtype=F):  # type: ignore[no-untyped-def]
+    if np.dtype(dtype).kind == "f":
+        return RNG.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return RNG.integers(max(info.min, -1000), min(info.max, 1000), size=shape, endpoint=True).astype(dtype)
+
+
+# (name, input shape, strides, pads_begin, pads_end, kernel, dilations, rounding, auto_pad)
+GEOMETRY = [
+    ("floor", (1, 2, 8, 8), [2, 2], [0, 0], [0, 0], [3, 3], [1, 1], "floor", None),
+    ("floor-pads", (1, 2, 8, 9), [2, 2], [1, 0], [0, 1], [3, 3], [1, 1], "floor", None),
+    ("ceil", (1, 2, 8, 9), [2, 2], [1, 0], [0, 1], [3, 3], [1, 1], "ceil", None),
+    ("ceil-overhang", (1, 1, 6, 6), [3, 3], [0, 0], [1, 1], [2, 2], [1, 1], "ceil", None),
+    ("ceil-torch", (1, 1, 6, 6), [2, 2], [1, 1], [1, 1], [3, 3], [1, 1], "ceil_torch", None),
+    ("ceil-torch-drop", (1, 1, 6, 6), [3, 3], [0, 0], [1, 1], [2, 2], [1, 1], "ceil_torch", None),
+    ("ceil-torch-1d", (2, 3, 9), [4], [1], [1], [3], [1], "ceil_torch", None),
+    ("ceil-big-stride", (1, 2, 7, 7), [4, 4], [1, 1], [0, 0], [2, 2], [1, 1], "ceil", None),
+    ("ceil-unpadded", (1, 2, 6, 7), [2, 2], [0, 0], [0, 0], [2, 3], [1, 1], "ceil", None),
+    ("ceil-torch-unpadded", (1, 1, 7, 6), [2, 3], [0, 0], [0, 0], [2, 2], [1, 1], "ceil_torch", None),
+    ("same-upper", (1, 2, 7, 6), [2, 2], [0, 0], [0, 0], [3, 2], [1, 1], "floor", "same_upper"),
+    ("same-lower", (1, 2, 7, 6), [2, 2], [0, 0], [0, 0], [2, 3], [1, 1], "floor", "same_lower"),
+    ("valid", (1, 2, 7, 6), [2, 1], [1, 1], [1, 1], [3, 2], [1, 1], "ceil", "valid"),
+    ("3d-ceil", (1, 1, 5, 6, 7), [2, 2, 2], [1, 0, 1], [0, 1, 1], [2, 3, 2], [1, 1, 1], "ceil", None),
+]
+DILATED = [
+    ("dilated", (1, 2, 9, 9), [1, 1], [0, 0], [0, 0], [2, 2], [2, 2], "floor", None),
+    ("dilated-ceil-torch", (1, 2, 9, 8), [2, 2], [1, 1], [1, 0], [3, 2], [2, 3], "ceil_torch", None),
+    ("dilated-same-upper", (1, 1, 8, 8), [2, 2], [0, 0], [0, 0], [3, 3], [2, 1], "floor", "same_upper"),
+    ("dilated-3d-ceil", (1, 1, 8, 8, 8), [3, 3, 3], [1, 1, 1], [1, 1, 1], [2, 2, 2], [2, 2, 2], "ceil", None),
+    ("dilated-3d-ceil-unpadded", (1, 1, 9, 8, 7), [3, 3, 3], [0, 0, 0], [0, 0, 0], [2, 2, 2], [2, 2, 2], "ceil_torch",
+     None),
+]
+
+
+def _geom_cases() -> list[Case]:
+    cases = []
+    for name, shape, s, pb, pe, k, d, rt, ap in GEOMETRY + DILATED:
+        dil = d != [1] * len(d)
+        if rt != "ceil_torch" and not dil:
+            cases.append(Case(f"maxpool1-{name}", lambda x, s=s, pb=pb, pe=pe, k=k, rt=rt, ap=ap: ops1.max_pool(
+                x, s, pb, pe, k, rt, ap), [(shape, F)]))
+        if rt != "ceil_torch":
+            cases.append(Case(f"maxpool8-{name}", lambda x, s=s, d=d, pb=pb, pe=pe, k=k, rt=rt, ap=ap: ops8.max_pool(
+                x, s, d, pb, pe, k, rt, ap), [(shape, F)]))
+        cases.append(Case(f"maxpool14-{name}", lambda x, s=s, d=d, pb=pb, pe=pe, k=k, rt=rt, ap=ap: ops14.max_pool(
+            x, s, d, pb, pe, k, rt, ap, "i32"), [(shape, F)]))
+        for exclude in (True, False):
+            if exclude and ap is None and (any(p >= kk for p, kk in zip(pb + pe, k + k))):
+                continue  # OpenVINO refuses pads >= kernel when padding is excluded
+            tag = "excl" if exclude else "incl"
+            if not dil and rt != "ceil_torch":
+                cases.append(Case(f"avgpool1-{name}-{tag}", lambda x, s=s, pb=pb, pe=pe, k=k, e=exclude, rt=rt, ap=ap:
+                                  ops1.avg_pool(x, s, pb, pe, k, e, rt, ap), [(shape, F)]))
+            if not dil:
+                cases.append(Case(f"avgpool14-{name}-{tag}", lambda x, s=s, pb=pb, pe=pe, k=k, e=exclude, rt=rt, ap=ap:
+                                  ops14.avg_pool(x, s, pb, pe, k, e, rt, ap), [(shape, F)]))
+            cases.append(Case(f"avgpool16-{name}-{tag}", lambda x, s=s, d=d, pb=pb, pe=pe, k=k, e=exclude, rt=rt, ap=ap:
+                              ops16.avg_pool(x, s, pb, pe, k, e, rt, ap, dilations=d), [(shape, F)]))
+    return cases
+
+
+def _dyn(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (shape[0], shape[1]) + (-1,) * (len(shape) - 2)
+
+
+CASES = _geom_cases() + [
+    # run-time spatial dims: the end padding is computed from the input's shape
+    Case("maxpool14-dynamic-ceil-torch", lambda x: ops14.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3],
+                                                                   "ceil_torch", None, "i64"),
+         [(_dyn((1, 2, 6, 7)), F)], values=[rand((1, 2, 6, 7))]),
+    Case("maxpool8-dynamic-ceil-indices", lambda x: ops8.max_pool(x, [3, 3], [1, 1], [0, 0], [1, 1], [2, 2],
+                                                                   "ceil", None, "i64"),
+         [(_dyn((1, 2, 6, 8)), F)], values=[rand((1, 2, 6, 8))]),
+    Case("maxpool8-dynamic-same-upper", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [3, 3],
+                                                                 "floor", "same_upper").output(0),
+         [(_dyn((2, 1, 7, 5)), F)], values=[rand((2, 1, 7, 5))]),
+    Case("avgpool14-dynamic-ceil-excl", lambda x: ops14.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], True, "ceil"),
+         [(_dyn((1, 2, 8, 7)), F)], values=[rand((1, 2, 8, 7))]),
+    Case("avgpool14-dynamic-ceil-torch-incl", lambda x: ops14.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], False,
+                                                                        "ceil_torch"),
+         [(_dyn((1, 2, 8, 7)), F)], values=[rand((1, 2, 8, 7))]),
+    Case("avgpool1-dynamic-same-upper-ceil-incl", lambda x: ops1.avg_pool(x, [3, 3], [0, 0], [0, 0], [2, 2], False,
+                                                                          "ceil", "same_upper"),
+         [(_dyn((1, 2, 7, 6)), F)], values=[rand((1, 2, 7, 6))]),
+    Case("avgpool1-dynamic-same-lower", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 3], True, "floor",
+                                                                 "same_lower"),
+         [(_dyn((1, 2, 7, 7)), F)], values=[rand((1, 2, 7, 7))]),
+    # indices: axis, element type, padding >= kernel (explicit padding, indices mapped back)
+    Case("maxpool8-indices-axis1", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [1, 1], [0, 1], [2, 2], "ceil",
+                                                           None, "i64", 1), [((2, 3, 5, 6), F)]),
+    Case("maxpool14-indices-axis-neg2", lambda x: ops14.max_pool(x, [2, 1], [1, 2], [0, 0], [0, 0], [2, 2],
+                                                                 "floor", None, "i32", -2), [((2, 3, 6, 6), F)]),
+    Case("maxpool8-pads-ge-kernel-indices", lambda x: ops8.max_pool(x, [3, 3], [1, 1], [2, 1], [2, 3], [2, 2],
+                                                                    "floor", None, "i64"), [((1, 2, 5, 5), F)]),
+    Case("maxpool8-1d-indices", lambda x: ops8.max_pool(x, [2], [1], [1], [0], [3], "ceil", None, "i32"),
+         [((2, 2, 8), F)]),
+    # element types
+    Case("maxpool8-i8", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3]), [((1, 2, 6, 6), I8)],
+         values=[rand((1, 2, 6, 6), I8)]),
+    Case("maxpool8-u8-indices", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2]),
+         [((1, 2, 6, 6), U8)], values=[rand((1, 2, 6, 6), U8)]),
+    Case("maxpool8-i32", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], "ceil"),
+         [((1, 2, 6, 7), I32)], values=[rand((1, 2, 6, 7), I32)]),
+    Case("maxpool1-f64", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], "ceil"), [((1, 1, 5, 5), F64)]),
+    Case("maxpool1-f16", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], "ceil"), [((1, 1, 5, 5), F16)]),
+]
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_pooling(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
+
+
+def _np_max_pool(x: np.ndarray, k: list[int], s: list[int], pb: list[int], pe: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Reference 2-D max pooling (padding ignored) with flat indices into each input."""
+    xp = np.pad(x, [(0, 0), (0, 0), (pb[0], pe[0]), (pb[1], pe[1])], constant_values=-np.inf)
+    n, c, h, w = x.shape
+    oh, ow = (xp.shape[2] - k[0]) // s[0] + 1, (xp.shape[3] - k[1]) // s[1] + 1
+    vals, idx = np.zeros((n, c, oh, ow), x.dtype), np.zeros((n, c, oh, ow), np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]].reshape(n, c, -1)
+            a = win.argmax(-1)
+            vals[:, :, i, j] = win.max(-1)
+            r, q = a // k[1] + i * s[0] - pb[0], a % k[1] + j * s[1] - pb[1]
+            idx[:, :, i, j] = (np.arange(n)[:, None] * c + np.arange(c)[None]) * h * w + r * w + q
+    return vals, idx
+
+
+def test_maxpool_dynamic_same_upper_indices_against_numpy(tmp_path: Path) -> None:
+    """OpenVINO's CPU plugin miscomputes this one: with run-time spatial dims, auto_pad=same_upper and the indices
+    output in use it pads [0, 0] before and [2, 2] after instead of [1, 1] / [1, 1]. Checked against numpy."""
+    x = rand((2, 1, 7, 5))
+    p = ops1.parameter([2, 1, -1, -1], F, name="x")
+    mp = ops8.max_pool(p, [2, 2], [1, 1], [0, 0], [0, 0], [3, 3], "floor", "same_upper", "i64")
+    proto = convert_checked(save_ir(ov.Model(mp.outputs(), [p]), tmp_path))
+    got = run_onnxruntime(proto, {"x": x})
+    want = _np_max_pool(x, [3, 3], [2, 2], [1, 1], [1, 1])
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_avgpool_f64_is_refused(tmp_path: Path) -> None:
+    p = ops1.parameter([1, 1, 5, 5], F64, name="x")
+    xml = save_ir(ov.Model([ops1.avg_pool(p, [2, 2], [0, 0], [1, 1], [2, 2], True, "ceil")], [p]), tmp_path)
+    with pytest.raises(LayerConversionError, match="AvgPool on f64"):
+        ir2onnx.convert(xml)
+
+
+ADAPTIVE = [((1, 2, 7, 5), [3, 4]), ((2, 3, 8, 8), [1, 1]), ((1, 2, 5, 6), [5, 6]), ((1, 2, 9), [4]),
+            ((1, 1, 4, 5, 6), [2, 3, 4]), ((1, 2, 3, 4), [5, 7])]
+ADAPTIVE_CASES = [
+    Case(f"adaptive-avg-{len(shape)}d-{'x'.join(map(str, size))}",
+         lambda x, s=size: ops8.adaptive_avg_pool(x, const(s, I64)), [(shape, F)])
+    for shape, size in ADAPTIVE
+] + [
+    Case(f"adaptive-max-{len(shape)}d-{'x'.join(map(str, size))}",
+         lambda x, s=size: ops8.adaptive_max_pool(x, const(s, I64), "i32"), [(shape, F)])
+    for shape, size in ADAPTIVE
+] + [
+    Case("adaptive-avg-dynamic-runtime-size", lambda x, s: ops8.adaptive_avg_pool(x, s), [((-1, 2, -1, -1), F),
+                                                                                        ((2,), I32)],
+         values=[rand((2, 2, 7, 9)), np.array([3, 4], I32)]),
+    Case("adaptive-max-dynamic-runtime-size", lambda x, s: ops8.adaptive_max_pool(x, s, "i32"),
+         [((-1, 2, -1, -1), F), ((2,), I64)], values=[rand((2, 2, 7, 9)), np.array([4, 2], I64)]),
+    Case("adaptive-max-ties", lambda x: ops8.adaptive_max_pool(x, const([2, 2], I64), "i32"), [((1, 1, 4, 4), F)],
+         values=[np.array([[[[1, 1, 0, 2], [1, 0, 2, 2], [3, 3, 1, 1], [3, 3, 1, 1]]]], F)]),
+]
+
+
+@pytest.mark.parametrize("case", params(ADAPTIVE_CASES))
+def test_adaptive_pooling(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)

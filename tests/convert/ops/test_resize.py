@@ -1,0 +1,114 @@
+"""Interpolate 1/4/11 (resize.py) against OpenVINO."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import openvino.opset1 as ops1
+import openvino.opset10 as ops4  # Interpolate-4 (opset4's Python binding builds Interpolate-1)
+import openvino.opset11 as ops11
+import pytest
+
+from tests.convert.ops.cases import Case, const, params, run_case
+
+F, F16, F64, I32, I64, U8 = np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8
+X = ((1, 2, 5, 7), F)
+AXES23 = [2, 3]
+
+CASES: list[Case] = []
+
+# Interpolate-11, every mode x coordinate mode, sizes (up and down) and scales
+COORDS = ["half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners"]
+for mode, coord in itertools.product(["nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow",
+                                      "bicubic_pillow"], COORDS):
+    tol = {"rtol": 1e-4, "atol": 1e-5} if mode in ("cubic", "bicubic_pillow") else {}
+    CASES.append(Case(f"v11-{mode}-{coord}-sizes", lambda x, m=mode, c=coord: ops11.interpolate(
+        x, const([8, 4], I64), m, "sizes", axes=const(AXES23, I64), coordinate_transformation_mode=c), [X], **tol))
+    CASES.append(Case(f"v11-{mode}-{coord}-scales", lambda x, m=mode, c=coord: ops11.interpolate(
+        x, const([0.6, 1.5], F), m, "scales", axes=const(AXES23, I64), coordinate_transformation_mode=c), [X], **tol))
+for nearest, coord in itertools.product(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple"],
+                                        ["half_pixel", "asymmetric", "tf_half_pixel_for_nn"]):
+    CASES.append(Case(f"v11-nearest-{nearest}-{coord}", lambda x, n=nearest, c=coord: ops11.interpolate(
+        x, const([2.0, 0.5], F), "nearest", "scales", axes=const(AXES23, I64), coordinate_transformation_mode=c,
+        nearest_mode=n), [((1, 1, 4, 8), F)]))
+CASES += [
+    Case("v11-linear-antialias", lambda x: ops11.interpolate(x, const([3, 9], I64), "linear", "sizes", antialias=True,
+                                                             axes=const(AXES23, I64)), [X]),
+    Case("v11-cubic-coeff", lambda x: ops11.interpolate(x, const([7, 5], I64), "cubic", "sizes", cube_coeff=-0.5,
+                                                        axes=const(AXES23, I64)), [X], rtol=1e-4),
+    Case("v11-no-axes", lambda x: ops11.interpolate(x, const([1, 2, 3, 9], I64), "nearest", "sizes"), [X]),
+    Case("v11-pads", lambda x: ops11.interpolate(x, const([9, 4], I64), "linear_onnx", "sizes", pads_begin=[0, 0, 1, 2],
+                                                 pads_end=[0, 0, 2, 0], axes=const(AXES23, I64)), [X]),
+    Case("v11-scale-keeps-length", lambda x: ops11.interpolate(x, const([1.1, 2.0], F), "linear_onnx", "scales",
+                                                               axes=const(AXES23, I64)), [((1, 1, 5, 3), F)]),
+    Case("v11-3d-axis1", lambda x: ops11.interpolate(x, const([7], I64), "nearest", "sizes", axes=const([1], I64)),
+         [((2, 4, 3), F)]),
+    Case("v11-5d-linear", lambda x: ops11.interpolate(x, const([3, 6, 2], I64), "linear", "sizes",
+                                                      axes=const([2, 3, 4], I64)), [((1, 1, 2, 4, 3), F)]),
+    # run-time targets and axes
+    Case("v11-runtime-scales", lambda x, s: ops11.interpolate(x, s, "linear_onnx", "scales", axes=const(AXES23, I64)),
+         [X, ((2,), F)], values=[np.random.default_rng(0).standard_normal((1, 2, 5, 7)).astype(F),
+                                 np.array([1.6, 0.5], F)]),
+    Case("v11-runtime-sizes", lambda x, s: ops11.interpolate(x, s, "cubic", "sizes", axes=const(AXES23, I64)),
+         [X, ((2,), I32)], values=[np.random.default_rng(0).standard_normal((1, 2, 5, 7)).astype(F),
+                                   np.array([9, 3], I32)], rtol=1e-4),
+    Case("v11-runtime-axes", lambda x, s, a: ops11.interpolate(x, s, "nearest", "sizes", axes=a),
+         [X, ((2,), I64), ((2,), I64)], values=[np.random.default_rng(0).standard_normal((1, 2, 5, 7)).astype(F),
+                                                np.array([3, 9], I64), np.array([3, 2], I64)]),
+    Case("v11-dynamic-input", lambda x: ops11.interpolate(x, const([2.0, 2.0], F), "nearest", "scales",
+                                                          axes=const(AXES23, I64)),
+         [((-1, 2, -1, -1), F)], values=[np.random.default_rng(0).standard_normal((2, 2, 3, 4)).astype(F)]),
+    # element types
+    Case("v11-nearest-u8", lambda x: ops11.interpolate(x, const([7, 3], I64), "nearest", "sizes",
+                                                       axes=const(AXES23, I64)), [((1, 3, 4, 5), U8)]),
+    Case("v11-nearest-i64-simple", lambda x: ops11.interpolate(x, const([7, 3], I64), "nearest", "sizes",
+                                                               nearest_mode="simple", axes=const(AXES23, I64)),
+         [((1, 3, 4, 5), I64)]),
+    Case("v11-nearest-i64", lambda x: ops11.interpolate(x, const([7, 3], I64), "nearest", "sizes",
+                                                        axes=const(AXES23, I64)), [((1, 3, 4, 5), I64)]),
+    Case("v11-linear-f16", lambda x: ops11.interpolate(x, const([7, 3], I64), "linear_onnx", "sizes",
+                                                       axes=const(AXES23, I64)), [((1, 3, 4, 5), F16)],
+         rtol=1e-2, atol=1e-2),
+    Case("v11-cubic-f64", lambda x: ops11.interpolate(x, const([7, 3], I64), "cubic", "sizes",
+                                                      axes=const(AXES23, I64)), [((1, 3, 4, 5), F64)], rtol=1e-4),
+    # Interpolate-4: sizes and scales inputs both present
+    Case("v4-nearest-sizes", lambda x: ops4.interpolate(x, const([9, 3], I64), const([2.0, 0.5], F), "nearest", "sizes",
+                                                        axes=const(AXES23, I64)), [X]),
+    Case("v4-linear-scales", lambda x: ops4.interpolate(x, const([1, 1], I64), const([1.5, 0.75], F), "linear",
+                                                        "scales", axes=const(AXES23, I64)), [X]),
+    Case("v4-cubic-tf-half-pixel", lambda x: ops4.interpolate(x, const([4, 10], I64), const([1.0, 1.0], F), "cubic",
+                                                              "sizes", coordinate_transformation_mode="tf_half_pixel_for_nn",
+                                                              axes=const(AXES23, I64)), [X], rtol=1e-4),
+    Case("v4-runtime-scales", lambda x, s: ops4.interpolate(x, const([1, 1], I64), s, "nearest", "scales",
+                                                            axes=const(AXES23, I64)),
+         [X, ((2,), F)], values=[np.random.default_rng(1).standard_normal((1, 2, 5, 7)).astype(F),
+                                 np.array([2.0, 0.5], F)]),
+    Case("v4-no-axes", lambda x: ops4.interpolate(x, const([1, 2, 8, 8], I64), const([1, 1, 1, 1], F), "linear_onnx",
+                                                  "sizes"), [X]),
+]
+
+# Interpolate-1: every mode, align_corners, pads (half_pixel / asymmetric choice), 4-D spatial and other axes
+for mode, align, pads, shape, axes, sizes in [
+    ("nearest", False, False, (1, 2, 5, 7), [2, 3], [9, 4]), ("nearest", True, False, (1, 2, 5, 7), [2, 3], [9, 4]),
+    ("nearest", False, True, (1, 2, 5, 7), [2, 3], [3, 11]), ("nearest", False, False, (2, 6, 3), [1, 2], [4, 7]),
+    ("linear", False, False, (1, 2, 5, 7), [2, 3], [9, 4]), ("linear", True, False, (1, 2, 5, 7), [2, 3], [9, 4]),
+    ("linear", False, True, (1, 2, 5, 7), [2, 3], [3, 11]), ("linear", False, False, (1, 2, 5, 7), [0, 1, 2, 3],
+                                                              [1, 2, 9, 4]),
+    ("linear", False, False, (3, 5), [0, 1], [7, 2]), ("linear", False, False, (1, 1, 3, 4, 5), [2, 3, 4], [5, 2, 7]),
+    ("linear", False, False, (1, 3, 4, 5), [1, 2], [5, 7]),
+    ("cubic", False, False, (1, 2, 5, 7), [2, 3], [9, 4]), ("cubic", True, False, (1, 2, 5, 7), [2, 3], [9, 4]),
+]:
+    attrs: dict = {"axes": axes, "mode": mode, "align_corners": align}
+    if pads:
+        attrs.update(pads_begin=[0, 0, 1, 0], pads_end=[0, 0, 0, 2])
+    CASES.append(Case(f"v1-{mode}-{len(shape)}d-axes{''.join(map(str, axes))}{'-align' if align else ''}"
+                      f"{'-pads' if pads else ''}",
+                      lambda x, s=sizes, a=attrs: ops1.interpolate(x, const(s, I64), a), [(shape, F)],
+                      rtol=1e-4 if mode == "cubic" else 1e-5))
+
+
+@pytest.mark.parametrize("case", params(CASES))
+def test_resize(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)

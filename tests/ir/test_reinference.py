@@ -1,0 +1,85 @@
+"""What OpenVINO re-derives on reading (ir.infer) and what it refuses (ir.validate), on hand-edited loop IRs.
+
+Each accepted edit is checked against OpenVINO on the edited IR; each refused one gives a message naming the layer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ir2onnx
+from ir2onnx.errors import IRValidationError
+from tests.convert.control_flow.builders import loop_model, ti_accumulate
+from tests.utils import assert_equivalent, rng_inputs, save_ir
+
+TI_INPUTS = rng_inputs([((2, 4, 3), np.float32), ((2, 3), np.float32)], 3)
+
+
+def _ti(tmp_path: Path) -> tuple[Path, str]:
+    xml = save_ir(ti_accumulate([2, 4, 3], 1, 0, -1, 1, 1), tmp_path)
+    return xml, xml.read_text()
+
+
+def _edit(xml: Path, text: str, old: str, new: str, count: int = 1) -> None:
+    assert old in text, old
+    xml.write_text(text.replace(old, new, count))
+
+
+# (case, old, new): edits OpenVINO accepts and runs; the conversion must match it
+ACCEPTED = [
+    # output port precisions are ignored: OpenVINO infers every output type
+    ("stale-output-precision", '<port id="2" precision="FP32">', '<port id="2" precision="FP16">'),
+    # a body Parameter's declared shape is replaced by the outer input's (the chunk for a sliced input); OpenVINO
+    # first validates the body with the declared shape, so only a shape the body accepts is a valid edit
+    ("stale-sliced-parameter-shape", '<data shape="2,1,3" element_type="f32" />',
+     '<data shape="2,2,3" element_type="f32" />'),
+    # a TensorIterator has no special ports: `purpose` in its port map means nothing
+    ("tensor-iterator-purpose", '<input external_port_id="1" internal_layer_id="1" />',
+     '<input external_port_id="1" internal_layer_id="1" purpose="current_iteration" />'),
+]
+
+
+@pytest.mark.parametrize(("case", "old", "new"), ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_stale_ir_converted_as_openvino_reads_it(tmp_path: Path, case: str, old: str, new: str) -> None:
+    xml, text = _ti(tmp_path)
+    _edit(xml, text, old, new)
+    assert_equivalent(xml, TI_INPUTS)
+
+
+def test_loop_current_iteration_that_also_reads_an_input(tmp_path: Path) -> None:
+    xml = save_ir(loop_model(3, True), tmp_path)
+    text = xml.read_text()
+    m = re.search(r'<input external_port_id="2" internal_layer_id="(\d+)" />', text)
+    assert m is not None
+    _edit(xml, text, m.group(0), m.group(0).replace(" />", ' purpose="current_iteration" />'))
+    with pytest.raises(IRValidationError, match=r"Loop.*current iteration and also reads input 2"):
+        ir2onnx.convert(xml)
+
+
+# (case, old, new, message): edits OpenVINO refuses (or cannot run) and so does ir2onnx
+REFUSED = [
+    ("concat-output-stride-0", 'end="-1" stride="1" part_size="1" />\n\t\t\t\t<output external_port_id="4"',
+     'end="-1" stride="0" part_size="1" />\n\t\t\t\t<output external_port_id="4"', "port_map output .* stride != 0"),
+    ("concat-output-axis", '<output axis="1" external_port_id="3"', '<output axis="5" external_port_id="3"',
+     "axis 5 is out of range"),
+    ("float-axes", '<data element_type="i64" shape="1" offset="4" size="8" />',
+     '<data element_type="f64" shape="1" offset="4" size="8" />', "must be an integer tensor.*not f64"),
+    ("nf4-outside-convert", '<data element_type="i64" shape="1" offset="4" size="8" />',
+     '<data element_type="nf4" shape="1" offset="4" size="8" />', "nf4 Const holds compressed weights"),
+    ("unknown-parameter-type", '<data shape="2,3" element_type="f32" />', '<data shape="2,3" element_type="q7" />',
+     "unknown element type 'q7'"),
+]
+
+
+@pytest.mark.parametrize(("case", "old", "new", "message"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_refused_as_openvino_refuses(tmp_path: Path, case: str, old: str, new: str, message: str) -> None:
+    xml, text = _ti(tmp_path)
+    _edit(xml, text, old, new)
+    with pytest.raises(IRValidationError, match=message) as info:
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    assert "line " in str(info.value)
+    assert not (tmp_path / "out.onnx").exists()

@@ -1,0 +1,94 @@
+"""Per-slice work on sliced loop inputs (input projections, biases, squeezes) runs once, batched, before the loop.
+
+The recurrences here are spelled-out RNN cells, which recurrent fusion would turn into ONNX RNN nodes: fusion is
+turned off to look at the loops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino.opset13 as ops
+import pytest
+
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.passes.loop_models import body_of, ops_in, recurrence
+from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
+
+IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_input_projection_becomes_a_scan_input(tmp_path: Path, reverse: bool) -> None:
+    xml = save_ir(recurrence("ti", reverse=reverse), tmp_path)
+    assert ops_in(convert_checked(xml, optimize=False, fuse=False).graph, "MatMul", bodies=True) == 2
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    body = body_of(lean, "Scan")
+    assert ops_in(lean.graph, "MatMul", bodies=True) == 1  # only h @ U is left per step
+    assert ops_in(lean.graph, "MatMul", bodies=False) == 1  # X @ W^T for all steps at once
+    assert ops_in(lean.graph, "Squeeze", bodies=True) == 0
+    scan = next(n for n in lean.graph.node if n.op_type == "Scan")
+    producer = {o: n for n in lean.graph.node for o in n.output}
+    assert producer[scan.input[-1]].op_type == "MatMul"  # the projection is the scan input
+    assert [i.name for i in body.input][-1] in {i for n in body.node for i in n.input}
+
+
+def test_loop_slice_becomes_gather_of_the_projection(tmp_path: Path) -> None:
+    xml = save_ir(recurrence("loop"), tmp_path)  # (OpenVINO's Loop-5 slices forward only)
+    plain = convert_checked(xml, optimize=False, fuse=False)
+    assert ops_in(plain.graph, "Slice", bodies=True) == 1 and ops_in(plain.graph, "MatMul", bodies=True) == 2
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    assert ops_in(lean.graph, "Slice", bodies=True) == 0 and ops_in(lean.graph, "Squeeze", bodies=True) == 0
+    assert ops_in(lean.graph, "Gather", bodies=True) == 1
+    assert ops_in(lean.graph, "MatMul", bodies=True) == 1 and ops_in(lean.graph, "MatMul", bodies=False) == 1
+    body = body_of(lean, "Loop")
+    gather = next(n for n in body.node if n.op_type == "Gather")
+    assert gather.input[1] == body.input[0].name  # the Gather reads the iteration number itself
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+def test_projection_over_the_last_axis_stays(tmp_path: Path, kind: str) -> None:
+    """Slicing the last axis: x_t @ W contracts what is the sliced axis of X, so nothing can be batched."""
+    xml = save_ir(recurrence(kind, axis=2), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs([((2, 8, 5), np.float32), ((2, 8), np.float32)]), fuse=False)
+    assert ops_in(lean.graph, "MatMul", bodies=True) == 2 and ops_in(lean.graph, "MatMul", bodies=False) == 0
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+@pytest.mark.parametrize("bias_shape", [(8,), (2, 8)])
+def test_bias_is_lifted_only_when_it_broadcasts_past_the_sliced_axis(tmp_path: Path, kind: str,
+                                                                     bias_shape: tuple[int, ...]) -> None:
+    """tanh(x_t @ W + bias + h @ U): Squeeze -> MatMul -> Add(bias) move out as one chain when the bias lines up
+    with x_t's last axis ([8]); a [2, 8] bias would line up with X's [steps, size] instead, so its Add stays."""
+    w = np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8)
+    bias = np.linspace(-1, 1, int(np.prod(bias_shape)), dtype=np.float32).reshape(bias_shape)
+
+    def step(x, h):  # type: ignore[no-untyped-def]
+        projected = ops.add(ops.matmul(x, ops.constant(w), False, False), ops.constant(bias))
+        return ops.tanh(ops.add(projected, ops.matmul(h, ops.constant(w[::-1].copy()), False, False)))
+
+    xml = save_ir(recurrence(kind, step=step), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    lifted = bias.ndim == 1
+    assert ops_in(lean.graph, "MatMul", bodies=False) == 1 and ops_in(lean.graph, "MatMul", bodies=True) == 1
+    assert ops_in(lean.graph, "Add", bodies=False) == int(lifted)
+    assert ops_in(lean.graph, "Add", bodies=True) == 2 - int(lifted)
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+@pytest.mark.parametrize("optimize", [False, True])
+def test_elementwise_recurrence_against_numpy(tmp_path: Path, kind: str, optimize: bool) -> None:
+    """h' = relu(x_t + h). OpenVINO's CPU plugin miscomputes this body (from the second step on it returns
+    relu(x_t + x_t): the state's buffer is overwritten by the slice), so numpy is the reference here."""
+    xml = save_ir(recurrence(kind, step=lambda x, h: ops.relu(ops.add(x, h))), tmp_path)
+    x, h0 = rng_inputs(IN)
+    proto = convert_checked(xml, optimize=optimize, fuse=False)
+    y, last = run_onnxruntime(proto, {"X": x, "H0": h0})
+    h, ys = h0, []
+    for t in range(x.shape[1]):
+        h = np.maximum(x[:, t] + h, 0)
+        ys.append(h)
+    np.testing.assert_allclose(y, np.stack(ys, 1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(last, h, rtol=1e-6, atol=1e-6)
+    if optimize:
+        assert ops_in(proto.graph, "Squeeze", bodies=True) == 0 and ops_in(proto.graph, "Slice", bodies=True) == 0
