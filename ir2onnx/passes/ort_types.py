@@ -12,8 +12,11 @@ list onnxruntime reports (`get_all_opkernel_def`), and computes it in a type tha
   of the same width and other signedness: the bits, hence the results modulo 2^n, are the same;
 * uint64 in ordering ops (TopK, Max, comparisons, ReduceMax, ArgMax, ...) maps to int64 with the top bit flipped,
   which preserves the order; values are mapped back;
-* float16/bfloat16 are computed in float32 and rounded once at the end, which is how OpenVINO's CPU plugin computes
-  them with f32 inference precision (and exact for +, -, *, /, sqrt: float32 has more than twice their precision);
+* bfloat16 (and float16 where onnxruntime does not already do it itself) is computed in float32 and rounded once
+  at the end, which is how OpenVINO's CPU plugin computes it with f32 inference precision (and exact for +, -, *,
+  /, sqrt: float32 has more than twice its precision). onnxruntime computes float16 nodes that have a float32
+  kernel in float32 on its own, without rounding between consecutive such nodes: those are left to it (a probe
+  session on the node says which);
 * float64 ops without a float64 kernel run in float32, as OpenVINO's CPU plugin runs float64 layers;
 * booleans go through uint8 where the op only moves or orders values.
 
@@ -260,6 +263,44 @@ class _Rewriter:
         self.replaced.update(zip(old_outs, finals))
 
 
+@functools.lru_cache(maxsize=4096)
+def _probe(proto_bytes: bytes) -> bool:
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(proto_bytes, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001  no kernel (NOT_IMPLEMENTED) or any other refusal
+        return False
+    return True
+
+
+def _session_accepts(node: ir.Node, opset: int) -> bool:
+    """Whether onnxruntime runs this node although no kernel lists its types: its CPU provider computes float16
+    nodes that have a float32 kernel in float32 itself (dropping the casts between such nodes, so a chain rounds
+    once, as OpenVINO does), and expands function ops. Probed on the node alone (cached per signature)."""
+    if not all(v is None or (v.type is not None and isinstance(v.type, ir.TensorType))
+               for v in (*node.inputs, *node.outputs)):
+        return False
+    names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
+    outs = [f"o{k}" for k in range(len(node.outputs))]
+    proto = ir.serde.serialize_node(node)
+    del proto.input[:], proto.output[:]
+    proto.input.extend(names)
+    proto.output.extend(outs)
+    proto.name = "probe"
+
+    def info(name: str, v: ir.Value) -> onnx.ValueInfoProto:
+        shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
+        return onnx.helper.make_tensor_value_info(name, int(v.type.dtype), shape)  # type: ignore[union-attr]
+
+    graph = onnx.helper.make_graph([proto], "probe", [info(n, v) for n, v in zip(names, node.inputs) if v is not None],
+                                   [info(n, v) for n, v in zip(outs, node.outputs)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                   ir_version=max(8, onnx.helper.find_min_ir_version_for(
+                                       [onnx.helper.make_opsetid("", opset)])))
+    return _probe(model.SerializeToString())
+
+
 def _all_nodes(graph: ir.Graph) -> list[ir.Node]:
     return list(ir.traversal.RecursiveGraphIterator(graph))
 
@@ -291,7 +332,7 @@ class OrtTypesPass(ir.passes.InPlacePass):
             if not usable or bound is None:
                 continue
             ports, types = bound
-            if any(_matches(k, types) for k in usable):
+            if any(_matches(k, types) for k in usable) or _session_accepts(node, opset):
                 continue
             plan = _plan(node.op_type, node, usable, ports, types)
             if plan is None:
