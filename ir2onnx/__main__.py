@@ -1,5 +1,3 @@
-import sys
-
 from ir2onnx.cli import main
 
-sys.exit(main())
+main()

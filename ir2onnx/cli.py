@@ -241,7 +241,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console entry point: runs the command and exits with its code."""
+    sys.exit(run(argv))
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` (default: the process's arguments), run the command, return its exit code."""
     handler = logging.StreamHandler(sys.stderr)  # the library's notes (e.g. the opset chosen) go to stderr
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("ir2onnx")

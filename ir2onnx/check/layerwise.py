@@ -21,6 +21,10 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 _SKIP = ("parameter", "const", "constant", "result")
 _LOOPS = ("tensoriterator", "loop")
 MAX_DEPTH = 8
+# The default passes move work out of loop bodies (hoisting, lifting per-slice work): such a body reads values
+# that have no IR counterpart, and cannot be run alone on the IR's first-iteration inputs.
+_NO_OPTIMIZE = (" (an ONNX body rewritten by the optimisation passes; convert with --no-optimize to compare loop "
+                "bodies layer by layer)")
 
 
 class _Level:
@@ -108,7 +112,7 @@ def _descend(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], path:
     level = _Level(loop.body.graph, scope + "/")
 
     def stop(reason: str) -> LayerwiseReport:
-        return LayerwiseReport(scope, (), notes=(reason,))
+        return LayerwiseReport(scope, (), notes=(reason + _NO_OPTIMIZE,))
 
     ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
                            body_path=[layer.name for layer in path])])[0]
@@ -121,7 +125,9 @@ def _descend(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], path:
     for p in loop.body.graph.parameters:
         name = lmap.get(layer_map.key(f"{scope}/{p.id}", 0))
         if name is None or p.name not in body_feed or p.name in level.ambiguous:
-            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone")
+            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone (the "
+                        "default passes may have moved work on it out of the loop; convert with --no-optimize to "
+                        "compare loop bodies layer by layer)")
         feeds[name] = body_feed[p.name]
     candidates = level.ports(lmap, _all_names(full.graph))
     found = find_body(full, [name for _, _, name in candidates])

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import NONDETERMINISTIC, defined_in, is_default_domain, loops_innermost_first, subgraphs
+from ir2onnx.passes.loop_utils import (
+    NONDETERMINISTIC,
+    defined_in,
+    inherit_meta,
+    is_default_domain,
+    loops_innermost_first,
+    subgraphs,
+)
 
 
 class HoistLoopInvariantsPass(ir.passes.InPlacePass):
@@ -45,6 +52,7 @@ def hoist(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
     for i, out in enumerate(body.outputs):
         if out in moved_values:  # a body output must be a value of the body
             copy = ir.Value(name=f"{out.name}/body_output", type=out.type, shape=out.shape)
-            body.append(ir.Node("", "Identity", [out], outputs=[copy], name=f"{out.name}/body_output_node"))
+            node = ir.Node("", "Identity", [out], outputs=[copy], name=f"{out.name}/body_output_node")
+            body.append(inherit_meta(node, out.producer()))
             body.outputs[i] = copy
     return True

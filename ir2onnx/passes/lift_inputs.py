@@ -23,6 +23,7 @@ from ir2onnx.passes.loop_utils import (
     const_array,
     const_ints,
     defined_in,
+    inherit_meta,
     is_default_domain,
     loops_innermost_first,
     rank,
@@ -93,13 +94,13 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
         lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value],
                          name=f"{node.name}/lifted")
-        return _Lifted([axes_node, lifted], value, new_axis, new_rank)
+        return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
     else:
         return None
     value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
     inputs = [whole if v is x else v for v in node.inputs]
     lifted = ir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
-    return _Lifted([lifted], value, new_axis, x_rank)
+    return _Lifted([inherit_meta(lifted, node)], value, new_axis, x_rank)
 
 
 def _unknown_dims(n: int) -> ir.Shape:
@@ -212,7 +213,7 @@ def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
             sliced = _slice_value(out, lifted)
             new_gather = ir.Node("", "Gather", [lifted.value, index], [ir.AttrInt64("axis", lifted.axis)],
                                  outputs=[sliced], name=f"{node.name}/gather")
-            body.insert_before(node, new_gather)
+            body.insert_before(node, inherit_meta(new_gather, node))
             out.replace_all_uses_with(sliced)
             body.remove(node, safe=True)
             work.append(new_gather)
@@ -253,7 +254,7 @@ def _gathers_from_slices(body: ir.Graph) -> bool:
                          shape=squeeze.outputs[0].shape)
         gather = ir.Node("", "Gather", [whole, index], [ir.AttrInt64("axis", a)], outputs=[value],
                          name=f"{squeeze.name}/gather")
-        body.insert_before(squeeze, [*extra, gather])
+        body.insert_before(squeeze, [inherit_meta(n, squeeze) for n in (*extra, gather)])
         squeeze.outputs[0].replace_all_uses_with(value, replace_graph_outputs=True)
         modified = True
     return modified

@@ -67,3 +67,12 @@ def rank(value: ir.Value | None) -> int | None:
         return len(value.shape)
     arr = const_array(value)
     return None if arr is None else arr.ndim
+
+
+def inherit_meta(new: ir.Node, old: ir.Node | None) -> ir.Node:
+    """Give a node a pass makes in place of `old` the metadata of `old` (e.g. the IR layer it was converted from,
+    which error messages name)."""
+    if old is not None:
+        for key, value in old.meta.items():
+            new.meta[key] = value
+    return new

@@ -94,8 +94,10 @@ def layer_ids(xml: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, onnx.ModelProto, dict[str, str]]:
+    """Converted without the optimisation passes, which move work out of loop bodies (see
+    test_optimised_body_is_not_descended_and_says_why)."""
     xml = save_ir(pipeline(), tmp_path_factory.mktemp("pipeline"))
-    return xml, ir2onnx.convert(xml), layer_ids(xml)
+    return xml, ir2onnx.convert(xml, optimize=False), layer_ids(xml)
 
 
 def test_correct_model_passes_every_layer(converted) -> None:  # type: ignore[no-untyped-def]
@@ -131,7 +133,7 @@ def test_divergence_inside_a_loop_body_is_named(converted, layer: str, type_: st
 
 def test_nested_loops_are_descended(tmp_path: Path) -> None:
     """samples/nested: a Loop whose body holds a TensorIterator; a divergence in the inner body is found there."""
-    proto = ir2onnx.convert(NESTED)
+    proto = ir2onnx.convert(NESTED, optimize=False)
     ids = layer_ids(NESTED)
     broken = inject(proto, value_of(proto, ids["Tanh_108"]))
     report = ir2onnx.check(NESTED, broken, layerwise=True)
@@ -203,3 +205,14 @@ def test_map_survives_passes_and_drops_removed_values(tmp_path: Path) -> None:
     assert lmap and all(v in names for v in lmap.values())
     assert layer_map.key(ids["used"], 0) in lmap
     assert layer_map.key(ids["unused"], 0) not in lmap
+
+
+def test_optimised_body_is_not_descended_and_says_why(converted) -> None:  # type: ignore[no-untyped-def]
+    """With the default passes the body reads a batched projection instead of its sliced input: the report stops
+    at the loop and says how to compare the body."""
+    xml, _, ids = converted
+    proto = ir2onnx.convert(xml)
+    report = ir2onnx.check(xml, inject(proto, value_of(proto, ids["body_tanh"])), layerwise=True)
+    assert not report.passed and report.layerwise.first_divergence.name == "ti"
+    assert report.layerwise.body is not None and not report.layerwise.body.layers
+    assert "--no-optimize" in " ".join(report.layerwise.body.notes)

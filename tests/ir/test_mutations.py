@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -88,17 +87,13 @@ def _via_cli(m: Mutant, d: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
     (d / "m.xml").write_bytes(m.xml)
     (d / "m.bin").write_bytes(m.bin)
-    argv = sys.argv
     logger = logging.getLogger("ir2onnx")
     handlers, level = list(logger.handlers), logger.level
-    sys.argv = ["ir2onnx", "convert", str(d / "m.xml"), "-o", str(d / "cli" / "m.onnx")]
     try:
-        cli.main()
-        code = 0
+        code = cli.main(["convert", str(d / "m.xml"), "-o", str(d / "cli" / "m.onnx")])
     except SystemExit as e:
         code = int(e.code or 0)
     finally:
-        sys.argv = argv
         logger.handlers[:] = handlers  # main() is a process entry point: it adds a stderr handler each call
         logger.setLevel(level)
     err = capsys.readouterr().err
