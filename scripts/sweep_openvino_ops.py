@@ -62,7 +62,7 @@ def run_config(cfg, work: Path) -> dict:
         reference = [np.asarray(r) for r in cfg.numpy_reference(feed)]
     float_tol = TOLERANCE.get(cfg.type, TOLERANCE["f32"])
 
-    def tolerance(i: int, want) -> tuple[float, float]:  # noqa: ANN001
+    def tolerance(i: int, want) -> tuple[float, float]:
         rtol, atol = float_tol
         return rtol * cfg.tolerance_ulps, atol * cfg.tolerance_ulps
 

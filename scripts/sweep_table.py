@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from sweep_specs import ALL, FLOATS, INTS, NUMERIC, SIGNED, In, Spec
 
 I64, I32 = "i64", "i32"
@@ -34,9 +33,9 @@ NARROW_FULL = ("i8", "u8", "i16", "u16", "i32")
 WIDE_FULL = ("u32", "i64", "u64")
 
 
-def _sat8(fn):  # noqa: ANN001, ANN202
+def _sat8(fn):
     """numpy reference of 8-bit arithmetic as the CPU plugin computes it: exact, then saturated."""
-    def ref(a, b, **_):  # noqa: ANN001, ANN202
+    def ref(a, b, **_):
         with np.errstate(over="ignore"):
             if a.dtype in (np.int8, np.uint8):
                 info = np.iinfo(a.dtype)
@@ -50,10 +49,10 @@ NP_BINARY = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply, "M
 
 
 def binary(op: str, fn: str, types=NUMERIC, domains=("any", "any"), version=1, ulps=1.0) -> None:
-    def build(o, a, b, auto_broadcast="numpy"):  # noqa: ANN001, ANN202
+    def build(o, a, b, auto_broadcast="numpy"):
         return getattr(o, fn)(a, b, auto_broadcast=auto_broadcast)
 
-    def with_domains(variants):  # noqa: ANN001, ANN202
+    def with_domains(variants):
         return [[In(i.shape, i.dtype, d, i.value, i.runtime) for i, d in zip(v, domains)] for v in variants]
 
     add(Spec(op, version, "elementwise", build, types, with_domains(BINARY_SHAPES), tolerance_ulps=ulps),
@@ -90,9 +89,9 @@ BIT64 = ("i64", "u64")
 BIT_BUG = "OpenVINO's CPU plugin computes 64-bit bitwise ops in 32 bits (high bits lost)"
 
 
-def _shift_ref(direction: str):  # noqa: ANN202
+def _shift_ref(direction: str):
     """Shift counts modulo the width (32 for types up to 32 bits), results wrapped into the type."""
-    def ref(a, s, **_):  # noqa: ANN001, ANN202
+    def ref(a, s, **_):
         width = 64 if a.dtype.itemsize == 8 else 32
         n = (s.astype(np.int64) % width).astype(np.uint64)
         if direction == "left":
@@ -104,7 +103,7 @@ def _shift_ref(direction: str):  # noqa: ANN202
 
 for _op, _fn, _np in (("BitwiseAnd", "bitwise_and", np.bitwise_and), ("BitwiseOr", "bitwise_or", np.bitwise_or),
                       ("BitwiseXor", "bitwise_xor", np.bitwise_xor)):
-    _b = lambda o, a, b, _f=_fn: getattr(o, _f)(a, b)  # noqa: E731
+    _b = lambda o, a, b, _f=_fn: getattr(o, _f)(a, b)
     add(Spec(_op, 13, "bitwise", _b, tuple(t for t in INTS if t not in BIT64) + ("boolean",),
              [[In((2, 3), domain="full"), In((2, 3), domain="full")], [In((2, 3, 4)), In((4,), runtime=None)]]),
         Spec(_op, 13, "bitwise", _b, BIT64, [[In((2, 3), domain="full"), In((2, 3), domain="full")]],
@@ -117,7 +116,7 @@ add(Spec("BitwiseNot", 13, "bitwise", lambda o, a: o.bitwise_not(a), tuple(t for
     Spec("BitwiseNot", 13, "bitwise", lambda o, a: o.bitwise_not(a), BIT64, [[In(())]]))
 for _op, _fn, _dir in (("BitwiseLeftShift", "bitwise_left_shift", "left"),
                        ("BitwiseRightShift", "bitwise_right_shift", "right")):
-    _b = lambda o, a, b, _f=_fn: getattr(o, _f)(a, b)  # noqa: E731
+    _b = lambda o, a, b, _f=_fn: getattr(o, _f)(a, b)
     add(Spec(_op, 15, "bitwise", _b, ("i8", "u8", "i16", "u16", "i32"),
              [[In((3, 4), domain="full"), In((3, 4), domain="shift")], [In((2, 3)), In((), domain="shift",
                                                                                      runtime=None)]]),
@@ -136,7 +135,7 @@ UNARY_SHAPES = [[In((2, 3, 4))], [In(())], [In((0, 2))], [In((1, 2, 1, 2, 3))]]
 
 
 def unary(op: str, fn, types=NUMERIC, domain="any", version=1, family="elementwise", attrs=({},), ulps=1.0,
-          shapes=UNARY_SHAPES) -> None:  # noqa: ANN001
+          shapes=UNARY_SHAPES) -> None:
     build = (lambda o, a, **kw: getattr(o, fn)(a, **kw)) if isinstance(fn, str) else fn
     add(Spec(op, version, family, build, types, [[In(i.shape, i.dtype, domain) for i in v] for v in shapes], attrs,
              tolerance_ulps=ulps))
@@ -155,7 +154,7 @@ for _op, _fn, _dom in (("Asinh", "asinh", "any"), ("Acosh", "acosh", "ge1")):
 unary("Atanh", "atanh", types=FLOATS, domain="unit", version=4, family="math", ulps=2.0)
 
 
-def _atanh_int(a, **_):  # noqa: ANN001, ANN202
+def _atanh_int(a, **_):
     """atanh in f32, rounded half to even, saturated (+-inf at +-1), NaN (|x| > 1) to the type's minimum."""
     info = np.iinfo(a.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -315,7 +314,7 @@ add(Spec("Gather", 8, "gather", lambda o, a, i, ax, batch_dims=0: o.gather(a, i,
     Spec("GatherND", 5, "gather", lambda o, a, i, batch_dims: o.gather_nd(a, i, batch_dims), ("f32", "i32", "u8"),
          [[In((2, 2, 3)), In((2, 2, 1), I32, value=[[[1], [0]], [[2], [2]]])]], [{"batch_dims": 2}]))
 for _ver in (1, 3, 11):
-    def _topk(o, a, k, axis, mode, sort, _v=_ver):  # noqa: ANN001, ANN202
+    def _topk(o, a, k, axis, mode, sort, _v=_ver):
         return o.topk(a, k, axis, mode, sort) if _v == 1 else o.topk(a, k, axis, mode, sort, "i32")
     add(Spec("TopK", _ver, "gather", _topk, NUMERIC,
              [[In((3, 6), domain="full" if _ver == 11 else "any"), In((), I64, value=3, runtime=None)]] if _ver != 11
@@ -362,7 +361,7 @@ add(Spec("Eye", 9, "math", lambda o, r, c, d, output_type: o.eye(r, c, d, output
 
 # ---------------------------------------------------------------- normalization
 for _ver in (1, 5):
-    def _bn(o, x, g, b, m, v, _v=_ver):  # noqa: ANN001, ANN202
+    def _bn(o, x, g, b, m, v, _v=_ver):
         return o.batch_norm_inference(x, g, b, m, v, 1e-3)
     add(Spec("BatchNormInference", _ver, "normalization", _bn, FLOATS,
              [[In((2, 3, 4)), In((3,), runtime=None), In((3,), runtime=None), In((3,), runtime=None),
@@ -378,9 +377,9 @@ add(Spec("MVN", 6, "normalization",
 
 # ---------------------------------------------------------------- recurrent cells and sequences
 H = 3
-_W = lambda gates: In((gates * H, 2), domain="small", runtime=None)  # noqa: E731
-_R = lambda gates: In((gates * H, H), domain="small", runtime=None)  # noqa: E731
-_B = lambda gates: In((gates * H,), domain="small", runtime=None)  # noqa: E731
+_W = lambda gates: In((gates * H, 2), domain="small", runtime=None)
+_R = lambda gates: In((gates * H, H), domain="small", runtime=None)
+_B = lambda gates: In((gates * H,), domain="small", runtime=None)
 RNN_TYPES = ("f32", "f16", "bf16")
 add(Spec("LSTMCell", 4, "rnn", lambda o, x, h, c, w, r, b: o.lstm_cell(x, h, c, w, r, b, H), RNN_TYPES,
          [[In((2, 2)), In((2, H)), In((2, H)), _W(4), _R(4), _B(4)]], tolerance_ulps=8.0),
@@ -392,7 +391,7 @@ add(Spec("LSTMCell", 4, "rnn", lambda o, x, h, c, w, r, b: o.lstm_cell(x, h, c, 
          [[In((2, 2)), In((2, H)), _W(3), _R(3), _B(3)]], tolerance_ulps=8.0),
     Spec("RNNCell", 1, "rnn", lambda o, x, h, w, r, b: o.rnn_cell(x, h, w, r, b, H, ["tanh"], [], []), RNN_TYPES,
          [[In((2, 2)), In((2, H)), _W(1), _R(1), _B(1)]], tolerance_ulps=8.0))
-_SEQ = lambda gates, dirs, cell: (  # noqa: E731
+_SEQ = lambda gates, dirs, cell: (
     [In((2, 4, 2)), In((2, dirs, H))] + ([In((2, dirs, H))] if cell else []) +
     [In((2,), I32, value=[4, 2], runtime=None), In((dirs, gates * H, 2), domain="small"),
      In((dirs, gates * H, H), domain="small"), In((dirs, gates * H), domain="small")])

@@ -20,8 +20,8 @@ from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
-from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 from ir2onnx.passes.ort_types import OrtTypesPass

@@ -55,7 +55,7 @@ _MOVE = {
 # Ops that order values: only order-preserving maps.
 _ORDER = {
     "Max", "Min", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "TopK", "ReduceMax", "ReduceMin", "ArgMax",
-    "ArgMin", "Clip", "MaxPool", "Relu", "Sign", "Unique",
+    "ArgMin", "Clip", "MaxPool", "Unique",
 }
 # Ops whose integer results modulo 2^n depend only on their inputs modulo 2^n.
 # (Not the reductions: onnxruntime's integer ReduceSum/ReduceProd saturate instead of wrapping, so they are only
@@ -119,7 +119,7 @@ def _type_name(t: DT) -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema(op: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
     try:
         return onnx.defs.get_schema(op, opset, domain)

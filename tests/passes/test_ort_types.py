@@ -63,7 +63,7 @@ CASES = [
 ]
 
 
-def _case_model(op: str, attrs: dict, dtype: type, fn) -> tuple[ir.Model, list[np.ndarray]]:  # noqa: ANN001
+def _case_model(op: str, attrs: dict, dtype: type, fn) -> tuple[ir.Model, list[np.ndarray]]:
     tp = oh.np_dtype_to_tensor_dtype(np.dtype(dtype))
     arity = fn.__code__.co_argcount
     xs = [_full(np.dtype(dtype), (4, 5), seed) for seed in range(arity)]
@@ -83,7 +83,7 @@ def _case_model(op: str, attrs: dict, dtype: type, fn) -> tuple[ir.Model, list[n
 
 
 @pytest.mark.parametrize(("op", "attrs", "dtype", "fn"), CASES, ids=[f"{c[0]}-{c[2].__name__}" for c in CASES])
-def test_integer_ops_full_range_exact(op: str, attrs: dict, dtype: type, fn) -> None:  # noqa: ANN001
+def test_integer_ops_full_range_exact(op: str, attrs: dict, dtype: type, fn) -> None:
     m, (*xs, want) = _case_model(op, attrs, dtype, fn)
     assert not _runs(m), f"onnxruntime gained a {op} kernel for {dtype.__name__}: pick another case"
     OrtTypesPass()(m)
@@ -115,7 +115,7 @@ def test_topk_uint64_values_and_indices() -> None:
 
 
 @pytest.mark.parametrize(("op", "fn"), [("Add", np.add), ("Mul", np.multiply), ("Div", np.divide)])
-def test_bfloat16_rounds_once(op: str, fn) -> None:  # noqa: ANN001
+def test_bfloat16_rounds_once(op: str, fn) -> None:
     """bf16 values enter and leave through f32 (numpy feeds no bf16 to onnxruntime)."""
     bf = TP.BFLOAT16
     nodes = [oh.make_node("Cast", ["a"], ["a16"], to=bf), oh.make_node("Cast", ["b"], ["b16"], to=bf),

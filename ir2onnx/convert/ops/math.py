@@ -9,8 +9,9 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.ops.elementwise import float_unary
-from ir2onnx.convert.ops.precision import f32_input, to_output_type, wide_input
+from ir2onnx.convert.ops.precision import to_output_type, wide_input
 from ir2onnx.convert.registry import converter
+
 
 # f16/bf16 are tested in f32 (exact); f64 stays f64 (1e300 is finite).
 @converter("IsNaN", "opset10")
