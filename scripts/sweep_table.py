@@ -218,7 +218,7 @@ for _op, _fn, _types, _ver, _dom in (
     add(Spec(_op, _ver, "reduce", lambda o, a, ax, keep_dims, _f=_fn: getattr(o, _f)(a, ax, keep_dims), _types,
              [[In(v[0].shape, domain=_dom), v[1]] for v in REDUCE_AXES],
              [{"keep_dims": False}, {"keep_dims": True}], tolerance_ulps=4.0))
-add(Spec("ReduceSum", 1, "reduce", lambda o, a, ax: o.reduce_sum(a, ax), INTS,
+add(Spec("ReduceSum", 1, "reduce", lambda o, a, ax: o.reduce_sum(a, ax), NARROW_FULL + ("u32",),
          [[In((3, 4), domain="full"), In((1,), I64, value=[1])]]))
 
 # ---------------------------------------------------------------- shape
@@ -310,7 +310,7 @@ add(Spec("Gather", 8, "gather", lambda o, a, i, ax, batch_dims=0: o.gather(a, i,
     Spec("GatherElements", 6, "gather", lambda o, a, i, axis: o.gather_elements(a, i, axis), ALL,
          [[In((3, 4)), In((3, 2), I32, value=[[0, 3], [1, 2], [3, 3]], runtime=None)]], [{"axis": 1}, {"axis": -1}]),
     Spec("GatherND", 8, "gather", lambda o, a, i, batch_dims: o.gather_nd(a, i, batch_dims), ALL,
-         [[In((2, 3, 4)), In((2, 1), I64, value=[[1], [2]], runtime=None)]], [{"batch_dims": 0}, {"batch_dims": 1}]),
+         [[In((2, 3, 4)), In((2, 1), I64, value=[[1], [0]], runtime=None)]], [{"batch_dims": 0}, {"batch_dims": 1}]),
     Spec("GatherND", 5, "gather", lambda o, a, i, batch_dims: o.gather_nd(a, i, batch_dims), ("f32", "i32", "u8"),
          [[In((2, 2, 3)), In((2, 2, 1), I32, value=[[[1], [0]], [[2], [2]]])]], [{"batch_dims": 2}]))
 for _ver in (1, 3, 11):

@@ -78,7 +78,8 @@ def in_f32(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[LayerCont
 def float_function(ctx: LayerContext, x: ir.Value, et: ElementType,
                    compute: Callable[[ir.Value], ir.Value]) -> ir.Value:
     """`compute` (ONNX nodes on a float32 value) applied to `x` of type `et`. Integers: computed in f32, rounded
-    half to even and saturated into `et` (NaN gives the type's minimum, as the CPU plugin's conversion does);
+    half to even and saturated into `et` (NaN gives the type's minimum, as the CPU plugin's conversion does; u16
+    to u64 are saturated into int32 and wrapped, as that conversion does);
     f16/bf16 in f32 and rounded once; f32/f64 as they are."""
     b = ctx.b
     if et.name in ("f32", "f64"):
@@ -86,8 +87,12 @@ def float_function(ctx: LayerContext, x: ir.Value, et: ElementType,
     y = compute(b.cast(x, ir.DataType.FLOAT))
     if et.is_float:
         return b.cast(y, onnx_dtype(et))
-    info = np.iinfo(et.numpy)
     y = b.cast(b.op("Round", [y]), ir.DataType.DOUBLE)
+    if et.name in ("u16", "u32", "u64"):  # converted through int32, then wrapped: -1 becomes 65535
+        y = b.op("Clip", [y, b.const(-2.0**31, np.float64), b.const(2.0**31 - 1, np.float64)])
+        y = b.op("Where", [b.op("IsNaN", [y]), b.const(-2.0**31, np.float64), y])
+        return b.cast(b.cast(y, ir.DataType.INT64), onnx_dtype(et))
+    info = np.iinfo(et.numpy)
     # the largest doubles inside the type (2^63 - 1 is not a double)
     hi = float(info.max) if et.bits < 64 else float(np.nextafter(np.float64(info.max), 0))
     y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
