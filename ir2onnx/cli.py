@@ -251,14 +251,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler(sys.stderr)  # the library's notes (e.g. the opset chosen) go to stderr
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("ir2onnx")
-    logger.addHandler(handler)
+    level = logger.level
+    logger.addHandler(handler)  # for this call only: calling run() again adds no second handler
     logger.setLevel(logging.INFO)
-    p = parser()
-    a = p.parse_args(argv)
-    if a.command is None:
-        p.print_help(sys.stderr)
-        return EXIT_BAD_INPUT
-    return int(a.run(a))
+    try:
+        p = parser()
+        a = p.parse_args(argv)
+        if a.command is None:
+            p.print_help(sys.stderr)
+            return EXIT_BAD_INPUT
+        return int(a.run(a))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 if __name__ == "__main__":

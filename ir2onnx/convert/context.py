@@ -177,6 +177,11 @@ class LayerContext:
             return [int(v) for v in c.reshape(-1)]
         return self.b.reshape(self.b.cast(self.inputs[i], ir.DataType.INT64), [-1])
 
+    def int64_vector(self, i: int) -> ir.Value:
+        """Input i (axes, a shape, pads...) as a 1-D int64 value, folded to a constant when it is one."""
+        v = self.ints_or_value(i)
+        return v if isinstance(v, ir.Value) else self.b.i64(v)
+
     def require_const(self, i: int, what: str) -> np.ndarray:
         v = self.const(i)
         if v is None:

@@ -182,13 +182,6 @@ def space_to_batch(ctx: LayerContext) -> ir.Value:
     return _reshape(b, x, [dim_op(b, "Mul", d[0], _product(b, block))] + small)
 
 
-def _axes_vector(ctx: LayerContext, i: int) -> ir.Value:
-    c = ctx.const(i)
-    if c is not None:
-        return ctx.b.i64([int(v) for v in c.reshape(-1)])
-    return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [-1])
-
-
 @converter("Pad", "opset1", "opset12")
 def pad(ctx: LayerContext) -> ir.Value:
     """pads_begin/pads_end -> ONNX pads; negative pads (opset12) crop first, then the rest is padded from the
@@ -199,7 +192,7 @@ def pad(ctx: LayerContext) -> ir.Value:
         raise ctx.error(f"pad_mode '{mode}' is not supported")
     b = ctx.b
     if mode != "symmetric":
-        pads = b.concat([_axes_vector(ctx, 1), _axes_vector(ctx, 2)], 0)
+        pads = b.concat([ctx.int64_vector(1), ctx.int64_vector(2)], 0)
         ins = [ctx.inputs[0], pads]
         if mode == "constant" and len(ctx.inputs) > 3:
             ins.append(b.reshape(ctx.inputs[3], []))

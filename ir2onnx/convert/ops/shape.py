@@ -28,14 +28,6 @@ def convert_like(ctx: LayerContext) -> ir.Value:
     return out
 
 
-def _axes(ctx: LayerContext, i: int) -> ir.Value:
-    """An axes/shape input as 1-D int64 (folded when constant)."""
-    c = ctx.const(i)
-    if c is not None:
-        return ctx.b.i64([int(v) for v in c.reshape(-1)])
-    return ctx.b.reshape(ctx.b.cast(ctx.inputs[i], ir.DataType.INT64), [-1])
-
-
 @converter("Squeeze", "opset1", "opset15")
 def squeeze(ctx: LayerContext) -> ir.Value:
     """No axes, or an empty constant axes list: every size-1 dim goes (ONNX: Squeeze without the axes input).
@@ -44,10 +36,10 @@ def squeeze(ctx: LayerContext) -> ir.Value:
     if len(ctx.inputs) < 2 or (axes is not None and axes.size == 0):
         return ctx.b.op("Squeeze", [ctx.inputs[0]])
     if not ctx.attr_bool("allow_axis_skip", False):
-        return ctx.b.op("Squeeze", [ctx.inputs[0], _axes(ctx, 1)])
+        return ctx.b.op("Squeeze", [ctx.inputs[0], ctx.int64_vector(1)])
     b, x, rank = ctx.b, ctx.inputs[0], ctx.input_rank(0)
     listed = b.op("Equal", [b.unsqueeze(b.op("Range", [b.i64(0), b.i64(rank), b.i64(1)]), [1]),
-                            b.unsqueeze(b.op("Mod", [b.op("Add", [_axes(ctx, 1), b.i64(rank)]), b.i64(rank)]), [0])])
+                            b.unsqueeze(b.op("Mod", [b.op("Add", [ctx.int64_vector(1), b.i64(rank)]), b.i64(rank)]), [0])])
     listed = b.cast(b.reduce("ReduceMax", b.cast(listed, ir.DataType.INT64), [1], False), ir.DataType.BOOL)
     shape = b.shape_of(x)
     drop = b.op("And", [listed, b.op("Equal", [shape, b.i64(1)])])
@@ -56,14 +48,14 @@ def squeeze(ctx: LayerContext) -> ir.Value:
 
 @converter("Unsqueeze", "opset1")
 def unsqueeze(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("Unsqueeze", [ctx.inputs[0], _axes(ctx, 1)])
+    return ctx.b.op("Unsqueeze", [ctx.inputs[0], ctx.int64_vector(1)])
 
 
 @converter("Reshape", "opset1")
 def reshape(ctx: LayerContext) -> ir.Value:
     """special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a zero dim (allowzero=1)."""
     special_zero = ctx.attr_bool("special_zero", False)
-    return ctx.b.reshape(ctx.inputs[0], _axes(ctx, 1), allowzero=not special_zero)
+    return ctx.b.reshape(ctx.inputs[0], ctx.int64_vector(1), allowzero=not special_zero)
 
 
 @converter("Concat", "opset1")
@@ -143,10 +135,10 @@ def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:
 
 @converter("Slice", "opset8")
 def slice8(ctx: LayerContext) -> ir.Value:
-    ins = [ctx.inputs[0]] + [_axes(ctx, i) for i in (1, 2)]
-    ins.append(_axes(ctx, 4) if len(ctx.inputs) > 4 else ctx.b.op("Range", [ctx.b.i64(0), ctx.b.op(
+    ins = [ctx.inputs[0]] + [ctx.int64_vector(i) for i in (1, 2)]
+    ins.append(ctx.int64_vector(4) if len(ctx.inputs) > 4 else ctx.b.op("Range", [ctx.b.i64(0), ctx.b.op(
         "Size", [ins[1]]), ctx.b.i64(1)]))
-    ins.append(_axes(ctx, 3))
+    ins.append(ctx.int64_vector(3))
     return ctx.b.op("Slice", ins)
 
 
@@ -177,7 +169,7 @@ def split(ctx: LayerContext) -> list[ir.Value]:
     if ctx.const(1) is not None:
         return _split(ctx, ctx.inputs[0], _ints(ctx, 1, "the axis")[0], None, n)
     b = ctx.b
-    axis = _axes(ctx, 1)
+    axis = ctx.int64_vector(1)
     part = b.op("Div", [_axis_dim(ctx, ctx.inputs[0], axis), b.i64([n])])
     return _slices(ctx, ctx.inputs[0], axis, b.op("Expand", [part, b.i64([n])]), n)
 
@@ -202,8 +194,8 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
         else:
             sizes = b.i64(lengths)
         return _split(ctx, x, axis, sizes, len(lengths))
-    axis_v = _axes(ctx, 1)
-    lengths_v = _axes(ctx, 2)
+    axis_v = ctx.int64_vector(1)
+    lengths_v = ctx.int64_vector(2)
     dim = _axis_dim(ctx, x, axis_v)
     unknown = b.op("Equal", [lengths_v, b.i64(-1)])
     known = b.op("Where", [unknown, b.i64(0), lengths_v])
@@ -219,7 +211,7 @@ def broadcast(ctx: LayerContext) -> ir.Value:
     """numpy and bidirectional map to Expand; explicit places the input dims at axes_mapping first."""
     mode = ctx.attr_str("mode", "numpy").lower()
     b = ctx.b
-    shape = _axes(ctx, 1)
+    shape = ctx.int64_vector(1)
     x = ctx.inputs[0]
     if mode in ("numpy", "bidirectional"):
         return b.op("Expand", [x, shape])
@@ -249,7 +241,7 @@ def tile(ctx: LayerContext) -> ir.Value:
     n = ctx.input_dims(1)[0]
     if n is None:
         raise ctx.error("Tile needs repeats of static length")
-    repeats = _axes(ctx, 1)
+    repeats = ctx.int64_vector(1)
     if n > rank:
         x = b.unsqueeze(x, list(range(n - rank)))
     elif n < rank:
