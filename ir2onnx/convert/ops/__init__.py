@@ -29,6 +29,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     sampling,
     scatter,
     search,
+    segment,
     sequence,
     shape,
     signal,
