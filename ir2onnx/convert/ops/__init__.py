@@ -18,6 +18,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     nn,
     normalization,
     not_convertible,
+    patches,
     pooling,
     priors,
     quantization,
