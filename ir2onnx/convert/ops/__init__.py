@@ -4,6 +4,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     activations,
     attention,
     bitwise,
+    colour,
     conv,
     ctc,
     detection,
