@@ -35,6 +35,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     sequence,
     shape,
     signal,
+    sparse,
     strided_slice,
     yolo,
 )
