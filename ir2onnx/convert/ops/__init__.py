@@ -7,6 +7,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     colour,
     conv,
     ctc,
+    ctc_loss,
     detection,
     elementwise,
     embedding,
