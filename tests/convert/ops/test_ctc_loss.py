@@ -9,10 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset4 as ops4
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
+from tests.utils import check_model
 
 F, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
 RNG = np.random.default_rng(4)
@@ -122,3 +124,14 @@ for tag, attrs in ATTRS:
 @pytest.mark.parametrize("case", params(CASES))
 def test_ctc_loss(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("tag,attrs", ATTRS[:3])
+def test_ctc_loss_dynamic_dims(tmp_path: Path, tag: str, attrs: dict) -> None:
+    """Batch, time and classes unknown until run time, a run-time blank index."""
+    ps = [ops4.parameter([-1, -1, -1], F, name="logits"), ops4.parameter([-1], I32, name="logit_length"),
+          ops4.parameter([-1, -1], I32, name="labels"), ops4.parameter([-1], I32, name="label_length"),
+          ops4.parameter([], I32, name="blank")]
+    values = [_logits(4, 11, 6), np.array([11, 7, 9, 2], I32), _labels(4, 11, 6, 1), np.array([6, 3, 5, 1], I32),
+              np.array(1, I32)]
+    check_model(ov.Model([ops4.ctc_loss(*ps, **attrs)], ps), values, tmp_path)

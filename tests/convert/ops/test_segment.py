@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset16 as ops16
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
+from tests.utils import check_model
 
 F, F16, I32, I64, I8, U8 = np.float32, np.float16, np.int32, np.int64, np.int8, np.uint8
 RNG = np.random.default_rng(11)
@@ -75,3 +77,15 @@ for fill in ("ZERO", "LOWEST"):
 @pytest.mark.parametrize("case", params(CASES))
 def test_segment_max(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("fill", ["ZERO", "LOWEST"])
+@pytest.mark.parametrize("with_count", [False, True])
+def test_segment_max_dynamic_dims(tmp_path: Path, fill: str, with_count: bool) -> None:
+    """Every dim unknown until run time."""
+    ps = [ops16.parameter([-1, -1, -1], F, name="d"), ops16.parameter([-1], I64, name="i")]
+    values = [_data((7, 2, 3), F), np.array([1, 1, 1, 3, 3, 6, 6], I64)]
+    if with_count:
+        ps.append(ops16.parameter([], I64, name="n"))
+        values.append(np.array(5, I64))
+    check_model(ov.Model([ops16.segment_max(*ps, fill_mode=fill)], ps), values, tmp_path)

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset16 as ops16
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
+from tests.utils import check_model
 
 F, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
 RNG = np.random.default_rng(16)
@@ -69,3 +71,13 @@ for itype in (I64, I32):
 @pytest.mark.parametrize("case", params(CASES))
 def test_sparse_fill_empty_rows(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("itype", [I32, I64])
+def test_sparse_fill_empty_rows_dynamic_dims(tmp_path: Path, itype: type) -> None:
+    """The number of entries unknown until run time."""
+    ps = [ops16.parameter([-1], F, name="values"), ops16.parameter([2], itype, name="dense_shape"),
+          ops16.parameter([-1, 2], itype, name="indices"), ops16.parameter([], F, name="default")]
+    values = [np.arange(6, dtype=F), np.array([7, 3], itype), np.array([[6, 2], [1, 0], [3, 1], [1, 2], [3, 0],
+                                                                       [0, 1]], itype), np.array(-2, F)]
+    check_model(ov.Model(list(ops16.sparse_fill_empty_rows(*ps).outputs()), ps), values, tmp_path)
