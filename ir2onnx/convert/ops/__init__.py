@@ -6,6 +6,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     bitwise,
     conv,
     ctc,
+    deformable,
     detection,
     elementwise,
     embedding,
