@@ -21,6 +21,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     not_convertible,
     pooling,
     priors,
+    psroi,
     quantization,
     reduce,
     resize,

@@ -82,7 +82,7 @@ def _case(name: str, n: int, c: int, hw: tuple[int, int], o: int, k: tuple[int, 
     expected = None
     if c % 8 or dynamic:  # OpenVINO computes these wrongly, or not at all (no dynamic shapes)
         pb, pe = _resolved_pads(hw, k, strides, dil, pads, auto_pad)
-        expected = lambda v: [_numpy_binary_conv(v, bits, strides, pb, pe, dil, pad_value)]  # noqa: E731
+        expected = lambda v: [_numpy_binary_conv(v, bits, strides, pb, pe, dil, pad_value)]
     return Case(name, build, [(shape, F)], values=[x], expected=expected)
 
 

@@ -51,8 +51,8 @@ def _conv_case(name: str, version: int, n: int, c: int, hw: tuple[int, int], o: 
         shapes = [(-1, s[1], -1, -1) for s in shapes[:2]] + shapes[2:]
         if mask:
             shapes[-1] = (-1, shapes[-1][1], -1, -1)
-    attrs = dict(strides=list(strides), pads_begin=list(pads[0]), pads_end=list(pads[1]), dilations=list(dil),
-                 auto_pad=auto_pad, group=group, deformable_group=dg)
+    attrs = {"strides": list(strides), "pads_begin": list(pads[0]), "pads_end": list(pads[1]),
+             "dilations": list(dil), "auto_pad": auto_pad, "group": group, "deformable_group": dg}
 
     def build(*ps):  # type: ignore[no-untyped-def]
         data, offsets = ps[0], ps[1]
