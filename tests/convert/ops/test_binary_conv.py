@@ -86,6 +86,7 @@ def _case(name: str, n: int, c: int, hw: tuple[int, int], o: int, k: tuple[int, 
     return Case(name, build, [(shape, F)], values=[x], expected=expected)
 
 
+F16_BITS = RNG.integers(0, 2, 3 * 8 * 9).tolist()
 CASES = [
     _case("bconv-3x3-pad1-pv0", 2, 8, (5, 6), 3, (3, 3), pads=((1, 1), (1, 1))),
     _case("bconv-3x3-pad-asym-pv1", 1, 16, (5, 6), 4, (3, 3), pads=((2, 0), (1, 2)), pad_value=1.0),
@@ -106,6 +107,9 @@ CASES = [
     _case("bconv-dynamic-pv0", 1, 16, (5, 5), 3, (3, 3), pads=((1, 1), (1, 1)), dynamic=True),
     _case("bconv-dynamic-same-lower-pv0", 1, 8, (6, 7), 3, (3, 2), strides=(2, 2), auto_pad="same_lower",
           dynamic=True),
+    Case("bconv-f16-pv1", lambda p: ops1.binary_convolution(
+        p, ov.op.Constant(ov.Type.u1, ov.Shape([3, 8, 3, 3]), F16_BITS), [1, 1], [1, 1], [1, 1], [1, 1],
+        "xnor-popcount", 1.0), [((1, 8, 5, 5), np.float16)]),
     # channel counts the CPU plugin gets wrong: checked against numpy
     _case("bconv-c3-numpy", 1, 3, (4, 5), 2, (3, 3), pads=((1, 1), (1, 1))),
     _case("bconv-c5-pv1-numpy", 2, 5, (4, 4), 3, (2, 2), pads=((1, 0), (0, 1)), pad_value=1.0),

@@ -1,6 +1,6 @@
 """Deformable ops (deformable.py) against OpenVINO: DeformableConvolution-1/8 over strides, pads, dilations, auto_pad,
 groups, deformable groups, the mask and bilinear_interpolation_pad, with offsets that reach past every edge, integer
-offsets (taps on the grid and on the edges), run-time and constant weights, dynamic shapes."""
+offsets (taps on the grid and on the edges), run-time and constant weights, dynamic shapes, f16."""
 
 from __future__ import annotations
 
@@ -103,6 +103,10 @@ CASES += [
                dynamic=True, dg=2),
     _conv_case("defconv8-same-lower-mask", 8, 1, 3, (7, 6), 4, (3, 2), strides=(2, 2), auto_pad="same_lower",
                mask=True),
+    Case("defconv8-f16", lambda x, o, w, m: ops8.deformable_convolution(x, o, w, [1, 1], [1, 1], [1, 1], [1, 1],
+                                                                        mask=m, bilinear_interpolation_pad=True),
+         [((1, 2, 5, 5), np.float16), ((1, 18, 5, 5), np.float16), ((3, 2, 3, 3), np.float16),
+          ((1, 9, 5, 5), np.float16)], rtol=1e-2, atol=1e-2),
 ]
 
 

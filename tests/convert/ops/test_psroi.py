@@ -1,6 +1,6 @@
 """PSROIPooling-1 and DeformablePSROIPooling-1 (psroi.py) against OpenVINO: average and bilinear modes, group
 sizes, spatial bins, spatial scales, ROIs with halves in the rounding, outside the map, over its edges, reversed
-and tiny, the -1 batch id ending the ROIs, run-time ROIs and offsets, classes in the offsets, trans_std, part_size."""
+and tiny, the -1 batch id ending the ROIs, run-time ROIs and offsets, classes in the offsets, trans_std, part_size, f16."""
 
 from __future__ import annotations
 
@@ -104,6 +104,16 @@ CASES += [
     _deform("dpsroi-offsets-runtime-end", 2, 3, 0.5, part=3, classes=2, bx=2, by=2, runtime=True, end=True),
     _deform("dpsroi-no-offsets-runtime", 2, 2, 1.0, bx=2, by=2, runtime=True),
     _deform("dpsroi-offsets-std0", 2, 2, 1.0, part=2, classes=1, trans_std=0.0),
+]
+
+
+F16_ROIS = np.array([[0, 1, 1, 6, 5], [1, 2.5, 0.5, 8, 7], [-1, 0, 0, 3, 3]], F)
+CASES += [
+    Case("psroi-avg-f16", lambda x: ops1.psroi_pooling(x, const(F16_ROIS, np.float16), 2, 2, 1.0, 1, 1, "average"),
+         [((N, 8, H, W), np.float16)], rtol=1e-3, atol=1e-3),
+    Case("dpsroi-f16", lambda x: ops1.deformable_psroi_pooling(x, const(F16_ROIS, np.float16), 2, 1.0, 2,
+                                                               "bilinear_deformable", 2, 2, 1.0, 1),
+         [((N, 8, H, W), np.float16)], rtol=1e-3, atol=1e-3),
 ]
 
 

@@ -94,6 +94,9 @@ ROT_CASES += [
     Case("roi-align-rotated-runtime-shape", lambda x: ops15.roi_align_rotated(
         x, const(ROT_ROIS), const(ROT_BATCH, I32), 2, 2, 0, 1.0, False), [((-1, C, -1, -1), F)],
          values=[RNG.standard_normal((N, C, H, W)).astype(F)]),
+    Case("roi-align-rotated-f16", lambda x: ops15.roi_align_rotated(
+        x, const(ROT_ROIS, F16), const(ROT_BATCH, I32), 2, 2, 2, 1.0, True), [((N, C, H, W), F16)],
+         rtol=1e-3, atol=1e-3),
 ]
 
 
