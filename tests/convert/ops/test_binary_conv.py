@@ -15,8 +15,10 @@ import openvino as ov
 import openvino.opset1 as ops1
 import pytest
 
+import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
+from ir2onnx.errors import LayerConversionError
 from tests.convert.ops.cases import Case, params, run_case
 from tests.utils import convert_checked, save_ir
 
@@ -137,3 +139,12 @@ def test_plugin_garbage_channel_count(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got, _numpy_binary_conv(x, np.zeros((1, 3, 1, 1), int), (1, 1), (0, 0), (0, 0),
                                                           (1, 1), 0.0))
     assert not np.array_equal(run_openvino(str(xml), [x])[0], got)
+
+
+def test_non_u1_weights_refused(tmp_path: Path) -> None:
+    """Weights other than a u1 Const (which OpenVINO's CPU plugin cannot run either) get one readable error."""
+    p = ops1.parameter([1, 8, 4, 4], F)
+    w = ops1.constant(RNG.integers(0, 2, (2, 8, 3, 3)).astype(F))
+    model = ov.Model([ops1.binary_convolution(p, w, [1, 1], [0, 0], [0, 0], [1, 1], "xnor-popcount", 0.0)], [p])
+    with pytest.raises(LayerConversionError, match="BinaryConvolution weights must be a u1 Const"):
+        ir2onnx.convert(save_ir(model, tmp_path))
