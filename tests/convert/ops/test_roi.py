@@ -71,6 +71,7 @@ def _rotated_rois(r: int, scale: float = 1.0) -> np.ndarray:
     rois[2] = [W - 1, H - 1, 6, 4, 0.5]  # over the far edges
     rois[3] = [6, 5, 8, 3, np.pi / 2]  # a quarter turn
     rois[4] = [4, 4, 5, 5, -np.pi]  # half a turn
+    rois[5] = [3, 3, 0, 2, 0.2]  # no width: adaptive sampling takes no samples
     return rois
 
 
