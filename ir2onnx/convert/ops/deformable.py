@@ -88,15 +88,15 @@ def deformable_convolution(ctx: LayerContext) -> ir.Value:
     in_dims = spatial_dims(ctx, 0, 2)
     out_dims = spatial_dims(ctx, 1, 2)
     pads_begin, _ = win.resolve_pads(ar, in_dims, dilated([kh, kw], win.dilations))
-    pick = (lambda v, i: v[i]) if Arith.static(pads_begin) else (lambda v, i: b.slice(v, [i], [i + 1], [0]))
-    sizes = [(lambda v, i: v[i]) if Arith.static(d) else (lambda v, i: b.slice(v, [i], [i + 1], [0]))
-             for d in (in_dims, out_dims)]
-    h, w = (ar.value(sizes[0](in_dims, i)) for i in (0, 1))
-    h, w = b.reshape(h, []), b.reshape(w, [])  # int64 scalars
-    oh, ow = sizes[1](out_dims, 0), sizes[1](out_dims, 1)
+
+    def item(v, i: int):  # type: ignore[no-untyped-def]
+        """Element i of a size vector: a numpy integer, or a [1] ONNX value."""
+        return v[i] if Arith.static(v) else b.slice(v, [i], [i + 1], [0])
+
+    h, w = (b.reshape(ar.value(item(in_dims, i)), []) for i in (0, 1))  # int64 scalars
     # sample coordinates [N, DG, K, P] over the flattened output positions P = OH * OW
-    by = _base(b, ar, oh, win.strides[0], pick(pads_begin, 0), kh, win.dilations[0])  # [kh, OH]
-    bx = _base(b, ar, ow, win.strides[1], pick(pads_begin, 1), kw, win.dilations[1])  # [kw, OW]
+    by = _base(b, ar, item(out_dims, 0), win.strides[0], item(pads_begin, 0), kh, win.dilations[0])  # [kh, OH]
+    bx = _base(b, ar, item(out_dims, 1), win.strides[1], item(pads_begin, 1), kw, win.dilations[1])  # [kw, OW]
     if isinstance(by, np.ndarray) and isinstance(bx, np.ndarray):
         base_y = b.const(np.broadcast_to(by[:, None, :, None], (kh, kw, by.shape[1], bx.shape[1]))
                          .reshape(kk, -1).astype(np.float32))
@@ -105,10 +105,9 @@ def deformable_convolution(ctx: LayerContext) -> ir.Value:
     else:
         by = by if isinstance(by, ir.Value) else b.const(by)
         bx = bx if isinstance(bx, ir.Value) else b.const(bx)
-        zeros = b.op("Add", [b.reshape(b.op("Mul", [by, _f(b, 0.0)]), [kh, 1, -1, 1]),
-                             b.reshape(b.op("Mul", [bx, _f(b, 0.0)]), [1, kw, 1, -1])])
-        base_y = b.reshape(b.op("Add", [zeros, b.reshape(by, [kh, 1, -1, 1])]), [kk, -1])
-        base_x = b.reshape(b.op("Add", [zeros, b.reshape(bx, [1, kw, 1, -1])]), [kk, -1])
+        grid = b.concat([b.i64([kh, kw]), b.shape_of(by, 1, 2), b.shape_of(bx, 1, 2)], 0)  # [kh, kw, OH, OW]
+        base_y = b.reshape(b.op("Expand", [b.reshape(by, [kh, 1, -1, 1]), grid]), [kk, -1])
+        base_x = b.reshape(b.op("Expand", [b.reshape(bx, [1, kw, 1, -1]), grid]), [kk, -1])
     off = b.reshape(offsets, [0, dg, kk, 2, -1])
     my = b.op("Add", [base_y, b.op("Gather", [off, b.i64(0)], {"axis": 3})])
     mx = b.op("Add", [base_x, b.op("Gather", [off, b.i64(1)], {"axis": 3})])
