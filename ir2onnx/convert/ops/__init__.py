@@ -19,6 +19,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     normalization,
     not_convertible,
     pooling,
+    proposals,
     priors,
     quantization,
     reduce,
