@@ -1,4 +1,4 @@
-"""Region proposal ops: Proposal-1/4.
+"""Region proposal ops: Proposal-1/4, GenerateProposals-9.
 
 Proposal follows OpenVINO's CPU plugin step by step, in float32 and in its order of arithmetic:
 * anchors (ratio-major, then scale) are computed from the attributes at conversion time; framework "" is Caffe's
@@ -20,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.context import LayerContext, mark_runtime_dims
 from ir2onnx.convert.ops.partial_sort import partial_sort_order
 from ir2onnx.convert.registry import converter
 
@@ -73,9 +73,11 @@ def _clip(b: GraphBuilder, x: ir.Value, hi: ir.Value) -> ir.Value:
 
 
 def _nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, threshold: float,
-              offset: float) -> tuple[ir.Value, ir.Value]:
-    """Greedy NMS over boxes (x0, y0, x1, y1 each [N, K], best first) -> (index [N, T], valid [N, T]), T <= count:
-    step t takes each image's first box still alive, then kills the later ones with IoU > threshold."""
+              offset: float, alive: ir.Value | None = None) -> tuple[ir.Value, ir.Value]:
+    """Greedy NMS over boxes (x0, y0, x1, y1 each [N, K], best first; `alive` [N, K] bool, all when None) ->
+    (index [N, T], valid [N, T]), 1 <= T <= count: step t takes each image's first box still alive, then kills the
+    later ones with IoU > threshold; the kept ones of an image are the first of its row."""
+    start = alive
     cb = b.child()
     cb.add_input(cb.names.fresh(f"{name}/step"), I64, [])
     cb.add_input(cb.names.fresh(f"{name}/cond"), ir.DataType.BOOL, [])
@@ -111,10 +113,10 @@ def _nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, thr
                     (valid_out, ir.DataType.BOOL, 1)):
         v.type, v.shape = ir.TensorType(t), ir.Shape([None] * r)
     body = cb.build([cond_out, alive_out, idx_out, valid_out], b.names.fresh(f"{name}/nms_body"))
-    start = b.op("ConstantOfShape", [b.shape_of(boxes[0])], {"value": np.ones(1, np.bool_)})
-    # no box at all (K = 0) runs no step
-    any_box = b.op("Greater", [b.reshape(b.shape_of(boxes[0], 1, 2), []), b.i64(0)])
-    _, sel, ok = b.op_multi("Loop", [b.i64(count), any_box, start], {"body": body}, outputs=3)
+    if start is None:
+        start = b.op("ConstantOfShape", [b.shape_of(boxes[0])], {"value": np.ones(1, np.bool_)})
+    # at least one step, so that the scan outputs have their shape
+    _, sel, ok = b.op_multi("Loop", [b.i64(count), b.const(np.array(True)), start], {"body": body}, outputs=3)
     return b.op("Transpose", [sel], {"perm": [1, 0]}), b.op("Transpose", [ok], {"perm": [1, 0]})
 
 
@@ -218,4 +220,70 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
         probs = b.reshape(b.op("Where", [ok, b.op("GatherElements", [top, sel], {"axis": 1}), zero]), [-1])
         et = ctx.output_type(1)
         outs.append(probs if et.name == "f32" else b.cast(probs, onnx_dtype(et)))
+    return outs
+
+
+@converter("GenerateProposals", "opset9", onnx="Loop (greedy NMS), TopK, GatherElements, Exp, Where, Compress")
+def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
+    """GenerateProposals-9 as the CPU plugin computes it: anchors [H, W, A, 4] moved by the deltas (log sizes capped
+    at log(1000 / 16)), clipped to each image's im_info, the pre_nms_count best by score in std::partial_sort's
+    order, boxes under min_size * scale never kept nor suppressing, greedy NMS (IoU > nms_threshold) up to
+    post_nms_count per image, the kept rows of all images concatenated. nms_eta is not used by the plugin."""
+    b = ctx.b
+    offset = 0.0 if ctx.attr_bool("normalized", True) else 1.0
+    pre_n, post_n = ctx.attr_int("pre_nms_count"), ctx.attr_int("post_nms_count")
+    info, anchors, deltas, scores = (b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32"
+                                     else ctx.inputs[i] for i in range(4))
+    n_dim = b.shape_of(scores, 0, 1)
+    a_dim, h_dim, w_dim = b.shape_of(scores, 1, 2), b.shape_of(scores, 2, 3), b.shape_of(scores, 3, 4)
+    flat = b.concat([n_dim, b.i64([-1])], 0)
+    score = b.reshape(b.op("Transpose", [scores], {"perm": [0, 2, 3, 1]}), flat)  # (h, w, anchor) order
+    d = b.reshape(deltas, b.concat([n_dim, a_dim, b.i64([4]), h_dim, w_dim], 0))
+    dx, dy, dlw, dlh = (b.reshape(v, flat) for v in _split(b, b.op("Transpose", [d], {"perm": [0, 3, 4, 1, 2]}), 4, 4))
+    ax0, ay0, ax1, ay1 = (b.reshape(v, [1, -1]) for v in _split(b, b.reshape(anchors, [-1, 4]), 4, 1))
+    info = b.reshape(info, b.concat([n_dim, b.i64([-1])], 0))
+    width = b.shape_of(info, 1, 2)
+    img_h, img_w = (b.op("Gather", [info, b.i64([j])], {"axis": 1}) for j in (0, 1))  # [N, 1]
+    # scales: the third value for both with three values, the third and fourth with four
+    scale_h = b.op("Gather", [info, b.i64([2])], {"axis": 1})
+    scale_w = b.op("Gather", [info, b.op("Min", [b.op("Sub", [width, b.i64([1])]), b.i64([3])])], {"axis": 1})
+    min_size = _f(b, ctx.attr_float("min_size"))
+    min_h, min_w = b.op("Mul", [min_size, scale_h]), b.op("Mul", [min_size, scale_w])
+    off, half = _f(b, offset), _f(b, 0.5)
+    ww = b.op("Add", [b.op("Sub", [ax1, ax0]), off])
+    hh = b.op("Add", [b.op("Sub", [ay1, ay0]), off])
+    ctr_x = b.op("Add", [ax0, b.op("Mul", [half, ww])])
+    ctr_y = b.op("Add", [ay0, b.op("Mul", [half, hh])])
+    pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
+    pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
+    cap = _f(b, float(np.float32(np.log(1000.0 / 16.0))))
+    pw = b.op("Mul", [b.op("Exp", [b.op("Min", [dlw, cap])]), ww])
+    ph = b.op("Mul", [b.op("Exp", [b.op("Min", [dlh, cap])]), hh])
+    x0 = b.op("Sub", [pcx, b.op("Mul", [half, pw])])
+    y0 = b.op("Sub", [pcy, b.op("Mul", [half, ph])])
+    x1 = b.op("Sub", [b.op("Add", [pcx, b.op("Mul", [half, pw])]), off])
+    y1 = b.op("Sub", [b.op("Add", [pcy, b.op("Mul", [half, ph])]), off])
+    lim_w, lim_h = b.op("Sub", [img_w, off]), b.op("Sub", [img_h, off])
+    x0, x1 = _clip(b, x0, lim_w), _clip(b, x1, lim_w)
+    y0, y1 = _clip(b, y0, lim_h), _clip(b, y1, lim_h)
+    box_w = b.op("Add", [b.op("Sub", [x1, x0]), off])
+    box_h = b.op("Add", [b.op("Sub", [y1, y0]), off])
+    big = b.op("And", [b.op("LessOrEqual", [min_w, box_w]), b.op("LessOrEqual", [min_h, box_h])])
+    k = b.op("Min", [b.shape_of(score, 1, 2), b.i64([pre_n])])
+    name = ctx.layer.name or f"generate_proposals_{ctx.layer.id}"
+    top, order = partial_sort_order(b, name, score, k)
+    boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
+    alive = b.op("GatherElements", [big, order], {"axis": 1})
+    sel, ok = _nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), offset, alive)
+    mask = b.reshape(ok, [-1])
+    rows = b.op("Concat", [b.unsqueeze(b.op("GatherElements", [v, sel], {"axis": 1}), [2]) for v in boxes],
+                {"axis": 2})
+    rois = mark_runtime_dims(b.op("Compress", [b.reshape(rows, [-1, 4]), mask], {"axis": 0}))
+    kept = mark_runtime_dims(b.op("Compress", [b.reshape(b.op("GatherElements", [top, sel], {"axis": 1}), [-1]),
+                                               mask], {"axis": 0}))
+    counts = b.reduce("ReduceSum", b.cast(ok, I64), [1], keepdims=False)
+    outs = []
+    for v, i in ((rois, 0), (kept, 1), (counts, 2)):
+        et = ctx.output_type(i)
+        outs.append(v if onnx_dtype(et) == (I64 if i == 2 else F32) else b.cast(v, onnx_dtype(et)))
     return outs

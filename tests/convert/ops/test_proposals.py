@@ -10,6 +10,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset4 as ops4
+import openvino.opset9 as ops9
 import pytest
 
 from tests.convert.ops.cases import Case, params, run_case
@@ -106,4 +107,47 @@ for v in (1, 4):
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_proposal(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
+
+
+# GenerateProposals-9: im_info [N, 3|4], anchors [H, W, A, 4], deltas [N, 4A, H, W], scores [N, A, H, W]
+def _gp_data(n: int, a: int, h: int, w: int, info: list[list[float]], spread: float = 0.3, levels: int = 0,
+             anchor_size: float = 20.0) -> list:
+    xy = RNG.random((h, w, a, 2)).astype(F) * np.array([info[0][1], info[0][0]], F)
+    wh = (RNG.random((h, w, a, 2)) * anchor_size + 1).astype(F)
+    anchors = np.concatenate([xy, xy + wh], -1).astype(F)
+    deltas = (RNG.standard_normal((n, 4 * a, h, w)) * spread).astype(F)
+    scores = RNG.random((n, a, h, w)).astype(F)
+    if levels:
+        scores = (np.floor(scores * levels) / levels).astype(F)
+    return [np.array(info, F), anchors, deltas, scores]
+
+
+def _gp_case(name: str, data: list, min_size: float, nms: float, pre: int, post: int, normalized: bool = True,
+             roi_num_type: str = "i64", dynamic: bool = False) -> Case:
+    shapes = [(tuple(-1 for _ in d.shape) if dynamic else d.shape, F) for d in data]
+    return Case(name, lambda i, an, d, s: ops9.generate_proposals(i, an, d, s, min_size, nms, pre, post, normalized,
+                                                                 roi_num_type=roi_num_type), shapes, values=data)
+
+
+GP_CASES = [
+    _gp_case("gp-basic", _gp_data(1, 3, 4, 5, [[60, 80, 1]]), 2.0, 0.7, 50, 20),
+    _gp_case("gp-batch-info4-i32", _gp_data(2, 3, 4, 4, [[60, 70, 1, 2], [50, 40, 2, 0.5]]), 3.0, 0.5, 40, 15,
+             roi_num_type="i32"),
+    _gp_case("gp-not-normalized", _gp_data(2, 2, 5, 4, [[64, 64, 1], [40, 50, 1]], spread=0.6), 4.0, 0.6, 30, 30,
+             normalized=False),
+    _gp_case("gp-min-size-drops-most", _gp_data(2, 3, 4, 4, [[64, 64, 1], [64, 64, 1]], spread=1.0), 25.0, 0.5,
+             40, 40),
+    _gp_case("gp-all-dropped", _gp_data(1, 2, 3, 3, [[32, 32, 1]]), 1000.0, 0.5, 10, 5),
+    _gp_case("gp-big-deltas-capped", _gp_data(1, 2, 4, 4, [[64, 64, 1]], spread=6.0), 1.0, 0.7, 32, 20),
+    _gp_case("gp-ties", _gp_data(2, 3, 4, 4, [[64, 64, 1], [60, 70, 1]], levels=3), 2.0, 0.6, 30, 25),
+    _gp_case("gp-ties-not-normalized", _gp_data(1, 4, 3, 5, [[48, 80, 1]], levels=2), 2.0, 0.4, 60, 60,
+             normalized=False),
+    _gp_case("gp-dynamic", _gp_data(2, 3, 5, 3, [[64, 64, 1], [50, 60, 1]]), 2.0, 0.7, 25, 10, dynamic=True),
+    _gp_case("gp-nms-loose", _gp_data(1, 3, 4, 4, [[64, 64, 1]]), 1.0, 0.05, 48, 48),
+]
+
+
+@pytest.mark.parametrize("case", params(GP_CASES))
+def test_generate_proposals(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
