@@ -9,6 +9,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     detection,
     elementwise,
     embedding,
+    experimental_detectron,
     gather,
     layout,
     linalg,

@@ -1,0 +1,69 @@
+"""ExperimentalDetectron* ops of opset6 (Detectron's Mask R-CNN blocks), as OpenVINO's CPU plugin computes them.
+
+* PriorGridGenerator: every prior moved to each cell centre of an h x w grid, (w + 0.5) * step added in float32;
+  h / w of 0 take the feature map's, stride 0 the image size over the grid size; rows in (h, w, prior) order. The
+  output has the feature map's size whatever h and w: a smaller grid fills its first rows and the rest, left
+  unwritten by OpenVINO (undefined in the op's specification), is zero here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
+from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.registry import converter
+
+F32, I64 = ir.DataType.FLOAT, ir.DataType.INT64
+
+
+def _f(b: GraphBuilder, v: float) -> ir.Value:
+    return b.const(np.array(v, np.float32))
+
+
+def _f32_inputs(ctx: LayerContext, count: int) -> list[ir.Value]:
+    b = ctx.b
+    return [b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32" else ctx.inputs[i] for i in range(count)]
+
+
+def _to_output(ctx: LayerContext, v: ir.Value, i: int = 0) -> ir.Value:
+    et = ctx.output_type(i)
+    return v if et.name == "f32" else ctx.b.cast(v, onnx_dtype(et))
+
+
+@converter("ExperimentalDetectronPriorGridGenerator", "opset6", onnx="Range, Mul, Add, Div")
+def prior_grid_generator(ctx: LayerContext) -> ir.Value:
+    b = ctx.b
+    priors = _f32_inputs(ctx, 1)[0]
+    grid_h, grid_w = ctx.attr_int("h", 0), ctx.attr_int("w", 0)
+    stride_x, stride_y = ctx.attr_float("stride_x", 0.0), ctx.attr_float("stride_y", 0.0)
+    h = b.i64([grid_h]) if grid_h else b.shape_of(ctx.inputs[1], 2, 3)
+    w = b.i64([grid_w]) if grid_w else b.shape_of(ctx.inputs[1], 3, 4)
+
+    def step(stride: float, image_axis: int, cells: ir.Value) -> ir.Value:
+        if stride:
+            return _f(b, stride)
+        size = b.cast(b.shape_of(ctx.inputs[2], image_axis, image_axis + 1), F32)
+        return b.op("Div", [size, b.cast(cells, F32)])
+
+    def centres(cells: ir.Value, stride: float, image_axis: int) -> ir.Value:
+        pos = b.op("Add", [b.cast(b.op("Range", [b.i64(0), b.reshape(cells, []), b.i64(1)]), F32), _f(b, 0.5)])
+        return b.op("Mul", [step(stride, image_axis, cells), pos])
+
+    cx = b.reshape(centres(w, stride_x, 3), [1, -1, 1])  # [1, W, 1]
+    cy = b.reshape(centres(h, stride_y, 2), [-1, 1, 1])  # [H, 1, 1]
+    px0, py0, px1, py1 = (b.reshape(b.slice(priors, [k], [k + 1], [1]), [1, 1, -1]) for k in range(4))
+    cols = [b.op("Add", [px0, cx]), b.op("Add", [py0, cy]), b.op("Add", [px1, cx]), b.op("Add", [py1, cy])]
+    n_priors = b.shape_of(priors, 0, 1)
+    full = b.concat([h, w, n_priors, b.i64([1])], 0)
+    grid = b.op("Concat", [b.op("Expand", [b.unsqueeze(c, [3]), full]) for c in cols], {"axis": 3})
+    rows = b.reshape(grid, [-1, 4])
+    fh, fw = b.shape_of(ctx.inputs[1], 2, 3), b.shape_of(ctx.inputs[1], 3, 4)
+    if grid_h or grid_w:
+        # the output keeps the feature map's size; a smaller grid fills its first rows, zeros the rest
+        total = b.op("Mul", [b.op("Mul", [fh, fw]), n_priors])
+        rows = b.op("Pad", [rows, b.concat([b.i64([0, 0]), b.op("Sub", [total, b.shape_of(rows, 0, 1)]), b.i64([0])],
+                                           0)])
+    out = rows if ctx.attr_bool("flatten", True) else b.reshape(rows, b.concat([fh, fw, n_priors, b.i64([4])], 0))
+    return _to_output(ctx, out)

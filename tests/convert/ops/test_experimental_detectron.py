@@ -1,0 +1,65 @@
+"""ExperimentalDetectron*-6 (experimental_detectron.py) against OpenVINO. These ops have no Python function in
+OpenVINO's API: the cases build them with its node factory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino.utils.node_factory import NodeFactory
+
+from tests.convert.ops.cases import Case, params, run_case
+
+F, I32, I64 = np.float32, np.int32, np.int64
+RNG = np.random.default_rng(8)
+
+
+def _op(name: str, *inputs, **attrs):
+    return NodeFactory("opset6").create(name, list(inputs), attrs)
+
+
+def _openvino_defined_rows(build, values: list, rows: int) -> list[np.ndarray]:
+    """OpenVINO's output with the rows after the first `rows` set to 0: a grid smaller than the feature map leaves
+    them unwritten (undefined in the op's specification)."""
+    ps = [ov.opset1.parameter(list(v.shape), v.dtype) for v in values]
+    compiled = ov.Core().compile_model(ov.Model(build(*ps).outputs(), ps), "CPU",
+                                       {"INFERENCE_PRECISION_HINT": "f32"})
+    out = np.array(compiled(values)[compiled.outputs[0]])
+    flat = out.reshape(-1, 4)
+    flat[rows:] = 0
+    return [flat.reshape(out.shape)]
+
+
+def _grid(name: str, priors: int, fmap: tuple, image: tuple, dynamic: bool = False, **attrs) -> Case:
+    data = [(RNG.standard_normal((priors, 4)) * 8).astype(F), RNG.standard_normal(fmap).astype(F),
+            RNG.standard_normal(image).astype(F)]
+    shapes = [(tuple(-1 for _ in d.shape) if dynamic else d.shape, F) for d in data]
+    full = {"flatten": True, "h": 0, "w": 0, "stride_x": 0.0, "stride_y": 0.0}
+    full.update(attrs)
+    def build(p, f, i):
+        return _op("ExperimentalDetectronPriorGridGenerator", p, f, i, **full)
+
+    expected = None
+    if full["h"] or full["w"]:
+        rows = (full["h"] or fmap[2]) * (full["w"] or fmap[3]) * priors
+        expected = lambda *vals: _openvino_defined_rows(build, list(vals), rows)  # noqa: E731
+    return Case(name, build, shapes, values=data, expected=expected)
+
+
+GRID_CASES = [
+    _grid("grid-default", 3, (1, 2, 4, 5), (1, 3, 32, 40)),
+    _grid("grid-not-flat", 3, (1, 2, 4, 5), (1, 3, 32, 40), flatten=False),
+    _grid("grid-odd-steps", 2, (1, 1, 3, 7), (1, 3, 31, 50)),
+    _grid("grid-strides", 4, (1, 1, 3, 3), (1, 3, 30, 30), stride_x=7.5, stride_y=3.25),
+    _grid("grid-hw-attrs", 2, (1, 1, 5, 3), (1, 3, 30, 33), h=4, w=2),
+    _grid("grid-h-attr", 3, (1, 1, 5, 4), (1, 3, 30, 33), h=2),
+    _grid("grid-hw-attrs-not-flat", 2, (1, 1, 5, 7), (1, 3, 30, 33), h=4, w=6, stride_y=2.0, flatten=False),
+    _grid("grid-dynamic", 3, (1, 2, 6, 4), (1, 3, 45, 29), dynamic=True),
+]
+
+
+@pytest.mark.parametrize("case", params(GRID_CASES))
+def test_prior_grid_generator(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
