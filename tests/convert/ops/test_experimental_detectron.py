@@ -44,7 +44,7 @@ def _grid(name: str, priors: int, fmap: tuple, image: tuple, dynamic: bool = Fal
     expected = None
     if full["h"] or full["w"]:
         rows = (full["h"] or fmap[2]) * (full["w"] or fmap[3]) * priors
-        expected = lambda *vals: _openvino_defined_rows(build, list(vals), rows)  # noqa: E731
+        expected = lambda *vals: _openvino_defined_rows(build, list(vals), rows)
     return Case(name, build, shapes, values=data, expected=expected)
 
 
