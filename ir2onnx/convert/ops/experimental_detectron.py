@@ -4,6 +4,8 @@
   h / w of 0 take the feature map's, stride 0 the image size over the grid size; rows in (h, w, prior) order. The
   output has the feature map's size whatever h and w: a smaller grid fills its first rows and the rest, left
   unwritten by OpenVINO (undefined in the op's specification), is zero here.
+* TopKROIs: the max_rois ROIs of highest probability in std::sort's order (partial_sort.py: equal probabilities as
+  libstdc++'s introsort leaves them); rows past the number of ROIs, unwritten by OpenVINO, are zero.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.partial_sort import sort_order
 from ir2onnx.convert.registry import converter
 
 F32, I64 = ir.DataType.FLOAT, ir.DataType.INT64
@@ -67,3 +70,18 @@ def prior_grid_generator(ctx: LayerContext) -> ir.Value:
                                            0)])
     out = rows if ctx.attr_bool("flatten", True) else b.reshape(rows, b.concat([fh, fw, n_priors, b.i64([4])], 0))
     return _to_output(ctx, out)
+
+
+@converter("ExperimentalDetectronTopKROIs", "opset6", onnx="TopK, Gather, Loop (std::sort's order of equal scores)")
+def top_k_rois(ctx: LayerContext) -> ir.Value:
+    b = ctx.b
+    rois, probs = _f32_inputs(ctx, 2)
+    max_rois = ctx.attr_int("max_rois", 0)
+    n = b.shape_of(rois, 0, 1)
+    k = b.op("Min", [n, b.i64([max_rois])])
+    name = ctx.layer.name or f"topk_rois_{ctx.layer.id}"
+    order = sort_order(b, name, b.reshape(probs, [-1]), k)
+    top = b.op("Gather", [rois, order], {"axis": 0})
+    # fewer ROIs than max_rois: the remaining rows are zero
+    top = b.op("Pad", [top, b.concat([b.i64([0, 0]), b.op("Sub", [b.i64([max_rois]), k]), b.i64([0])], 0)])
+    return _to_output(ctx, top)

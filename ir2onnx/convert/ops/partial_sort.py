@@ -1,12 +1,13 @@
-"""The order in which C++'s std::partial_sort (GNU libstdc++, as OpenVINO's CPU plugin is built) leaves the k best
-of a score array, comparing `score[a] > score[b]`.
+"""The orders in which C++'s std::partial_sort and std::sort (GNU libstdc++, as OpenVINO's CPU plugin is built)
+leave the best of a score array, comparing `score[a] > score[b]`.
 
 The standard leaves the order of equal scores unspecified, and libstdc++'s heap selection does not keep them in
 index order; OpenVINO's detection ops (Proposal, ...) take their boxes in that order, so equal scores change which
 boxes are kept and how they are listed. `partial_sort_order` emits ONNX that reproduces it exactly: TopK when the
 k + 1 best scores are all distinct (the order is then unique), otherwise, under an If, libstdc++'s algorithm step by
 step: make_heap on the first k, each later element replacing the heap's top when better (pop_heap), then sort_heap,
-each heap adjustment a sift-down then push-up Loop over a heap of indices.
+each heap adjustment a sift-down then push-up Loop over a heap of indices. `sort_order` does the same for
+std::sort's introsort (see there).
 """
 
 from __future__ import annotations
@@ -165,3 +166,127 @@ def partial_sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) 
     order = b.op("If", [any_tie], {"then_branch": slow, "else_branch": fast})
     values = b.op("GatherElements", [keys, order], {"axis": 1})
     return values, order
+
+
+def _first_at_least(b: GraphBuilder, mask: ir.Value, start: ir.Value) -> ir.Value:
+    """The lowest position j >= start where mask [M] holds (one must exist), scalar int64."""
+    pos = b.op("Range", [b.i64(0), b.reshape(b.shape_of(mask), []), b.i64(1)])
+    hit = b.op("And", [mask, b.op("GreaterOrEqual", [pos, start])])
+    big = b.i64(2**62)
+    return b.reduce("ReduceMin", b.op("Where", [hit, pos, big]), None, keepdims=False)
+
+
+def _last_at_most(b: GraphBuilder, mask: ir.Value, end: ir.Value) -> ir.Value:
+    """The highest position j <= end where mask [M] holds (one must exist), scalar int64."""
+    pos = b.op("Range", [b.i64(0), b.reshape(b.shape_of(mask), []), b.i64(1)])
+    hit = b.op("And", [mask, b.op("LessOrEqual", [pos, end])])
+    return b.reduce("ReduceMax", b.op("Where", [hit, pos, b.i64(-1)]), None, keepdims=False)
+
+
+def _swap(b: GraphBuilder, arr: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
+    ij = b.concat([b.reshape(i, [1]), b.reshape(j, [1])], 0)
+    ji = b.concat([b.reshape(j, [1]), b.reshape(i, [1])], 0)
+    return b.op("ScatterElements", [arr, ij, _at(b, arr, ji)], {"axis": 0})
+
+
+def _partition(b: GraphBuilder, name: str, keys: ir.Value, arr: ir.Value, first: ir.Value, last: ir.Value
+               ) -> tuple[ir.Value, ir.Value]:
+    """libstdc++ __unguarded_partition_pivot on arr[first:last] (median of first + 1, middle, last - 1 moved to
+    first, then Hoare partition around it) -> (arr, cut)."""
+    one = b.i64(1)
+    mid = b.op("Add", [first, b.op("Div", [b.op("Sub", [last, first]), b.i64(2)])])
+    a, m, c = b.op("Add", [first, one]), mid, b.op("Sub", [last, one])
+    ka, km, kc = (_at(b, keys, _at(b, arr, x)) for x in (a, m, c))
+    gt = lambda x, y: b.op("Greater", [x, y])
+    # __move_median_to_first
+    pick = b.op("Where", [gt(ka, km),
+                          b.op("Where", [gt(km, kc), m, b.op("Where", [gt(ka, kc), c, a])]),
+                          b.op("Where", [gt(ka, kc), a, b.op("Where", [gt(km, kc), c, m])])])
+    arr = _swap(b, arr, first, pick)
+    pivot = _at(b, keys, _at(b, arr, first))
+
+    def step(cb: GraphBuilder, _it: ir.Value, f: ir.Value, lst: ir.Value, ar: ir.Value) -> list[ir.Value]:
+        k = cb.op("Gather", [keys, ar], {"axis": 0})
+        f2 = _first_at_least(cb, cb.op("Not", [cb.op("Greater", [k, pivot])]), f)
+        l2 = _last_at_most(cb, cb.op("Not", [cb.op("Greater", [pivot, k])]), cb.op("Sub", [lst, one]))
+        go = cb.op("Less", [f2, l2])
+        swapped = _swap(cb, ar, cb.op("Where", [go, f2, l2]), l2)
+        return [go, cb.op("Where", [go, cb.op("Add", [f2, one]), f2]), l2, swapped]
+
+    spec = [(I64, 0), (I64, 0), (I64, 1)]
+    cut, _, arr = b.op_multi("Loop", [None, b.const(np.array(True)), a, last, arr],
+                             {"body": _body(b, f"{name}/partition", spec, step)}, outputs=3)
+    return arr, cut
+
+
+def _introsort_arrangement(b: GraphBuilder, name: str, keys: ir.Value) -> ir.Value:
+    """keys [M] -> the index arrangement libstdc++'s __introsort_loop leaves (comparing keys[x] > keys[y]): segments
+    over 16 long are partitioned (or, past the depth limit 2 * floor(log2 M), heap-sorted) until all are short."""
+    n = b.reshape(b.shape_of(keys, 0, 1), [])
+    arr = b.op("Range", [b.i64(0), n, b.i64(1)])
+    powers = b.const(2 ** np.arange(63, dtype=np.int64))
+    log2 = b.op("Sub", [b.reduce("ReduceSum", b.cast(b.op("LessOrEqual", [powers, n]), I64), None, keepdims=False),
+                        b.i64(1)])  # std::__lg
+    depth = b.op("Mul", [log2, b.i64(2)])
+    stack = b.reshape(b.concat([b.i64([0]), b.reshape(n, [1]), b.reshape(depth, [1])], 0), [1, 3])
+
+    def segment(cb: GraphBuilder, _it: ir.Value, st: ir.Value, ar: ir.Value) -> list[ir.Value]:
+        top = cb.op("Gather", [st, cb.i64(-1)], {"axis": 0})
+        rest = cb.slice(st, [0], [-1], [0])
+        first, last, dep = (cb.op("Gather", [top, cb.i64(j)], {"axis": 0}) for j in range(3))
+        long = cb.op("Greater", [cb.op("Sub", [last, first]), cb.i64(16)])
+        heap = cb.op("Equal", [dep, cb.i64(0)])
+
+        def skip(bb: GraphBuilder) -> list[ir.Value]:
+            return [rest, ar]
+
+        def heapsort(bb: GraphBuilder) -> list[ir.Value]:
+            seg = bb.op("Slice", [ar, bb.reshape(first, [1]), bb.reshape(last, [1]), bb.i64([0])])
+            order = _heap_order(bb, f"{name}/heapsort", bb.op("Gather", [keys, seg], {"axis": 0}),
+                                bb.op("Sub", [last, first]))
+            idx = bb.op("Range", [first, last, bb.i64(1)])
+            return [rest, bb.op("ScatterElements", [ar, idx, bb.op("Gather", [seg, order], {"axis": 0})],
+                                {"axis": 0})]
+
+        def split(bb: GraphBuilder) -> list[ir.Value]:
+            new, cut = _partition(bb, name, keys, ar, first, last)
+            d1 = bb.op("Sub", [dep, bb.i64(1)])
+            push = bb.reshape(bb.concat([bb.reshape(v, [1]) for v in (cut, last, d1, first, cut, d1)], 0), [2, 3])
+            return [bb.concat([rest, push], 0), new]
+
+        specs = [(I64, 2), (I64, 1)]
+        work = _branch(cb, f"{name}/work", specs, lambda bb: list(bb.op_multi(
+            "If", [heap], {"then_branch": _branch(bb, f"{name}/heap", specs, heapsort),
+                           "else_branch": _branch(bb, f"{name}/split", specs, split)}, outputs=2)))
+        st2, ar2 = cb.op_multi("If", [long], {"then_branch": work,
+                                              "else_branch": _branch(cb, f"{name}/skip", specs, skip)}, outputs=2)
+        more = cb.op("Greater", [cb.reshape(cb.shape_of(st2, 0, 1), []), cb.i64(0)])
+        return [more, st2, ar2]
+
+    _, arr = b.op_multi("Loop", [None, b.const(np.array(True)), stack, arr],
+                        {"body": _body(b, f"{name}/introsort", [(I64, 2), (I64, 1)], segment)}, outputs=2)
+    return arr
+
+
+def sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.Value:
+    """keys [M] float, k [1] int64 (<= M) -> the first k indices [k] of C++ std::sort (libstdc++ introsort)
+    comparing keys[x] > keys[y]. Its final insertion sort is stable, so the result is a stable sort by descending
+    key of the arrangement the introsort loop leaves: TopK (equal keys by lower position) on that arrangement, or
+    on the keys themselves when the k + 1 best are distinct (the order is then unique)."""
+    m = b.shape_of(keys, 0, 1)
+    k1 = b.op("Min", [b.op("Add", [k, b.i64([1])]), m])
+    best, _ = b.op_multi("TopK", [keys, k1], {"axis": 0, "largest": 1, "sorted": 1}, outputs=2)
+    ties = b.op("Equal", [b.slice(best, [0], [-1], [0]), b.slice(best, [1], [2**62], [0])])
+    any_tie = b.cast(b.reduce("ReduceMax", b.cast(ties, ir.DataType.INT32), None, keepdims=False), BOOL)
+
+    def arranged(bb: GraphBuilder) -> list[ir.Value]:
+        return [_introsort_arrangement(bb, name, keys)]
+
+    def identity(bb: GraphBuilder) -> list[ir.Value]:
+        return [bb.op("Range", [bb.i64(0), bb.reshape(m, []), bb.i64(1)])]
+
+    arr = b.op("If", [any_tie], {"then_branch": _branch(b, f"{name}/introsort", [(I64, 1)], arranged),
+                                 "else_branch": _branch(b, f"{name}/plain", [(I64, 1)], identity)})
+    _, pos = b.op_multi("TopK", [b.op("Gather", [keys, arr], {"axis": 0}), k], {"axis": 0, "largest": 1,
+                                                                              "sorted": 1}, outputs=2)
+    return b.op("Gather", [arr, pos], {"axis": 0})

@@ -63,3 +63,36 @@ GRID_CASES = [
 @pytest.mark.parametrize("case", params(GRID_CASES))
 def test_prior_grid_generator(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def _topk(name: str, n: int, max_rois: int, levels: int = 0, dynamic: bool = False) -> Case:
+    probs = RNG.random(n).astype(F)
+    if levels:
+        probs = (np.floor(probs * levels) / levels).astype(F)
+    data = [(RNG.random((n, 4)) * 50).astype(F), probs]
+    shapes = [((-1, 4) if dynamic else (n, 4), F), ((-1,) if dynamic else (n,), F)]
+
+    def build(r, p):
+        return _op("ExperimentalDetectronTopKROIs", r, p, max_rois=max_rois)
+
+    expected = (lambda *vals: _openvino_defined_rows(build, list(vals), n)) if n < max_rois else None
+    return Case(name, build, shapes, values=data, expected=expected)
+
+
+TOPK_CASES = [
+    _topk("topk-basic", 50, 10),
+    _topk("topk-all", 20, 20),
+    _topk("topk-fewer-rois", 7, 12),
+    _topk("topk-dynamic", 40, 15, dynamic=True),
+    _topk("topk-ties-short", 16, 10, levels=3),
+    _topk("topk-ties-17", 17, 17, levels=2),
+    _topk("topk-ties", 100, 60, levels=5),
+    _topk("topk-ties-many", 300, 200, levels=7),
+    _topk("topk-ties-two-values", 257, 257, levels=2),
+    _topk("topk-all-equal", 64, 30, levels=1),
+]
+
+
+@pytest.mark.parametrize("case", params(TOPK_CASES))
+def test_top_k_rois(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
