@@ -6,6 +6,8 @@
   unwritten by OpenVINO (undefined in the op's specification), is zero here.
 * TopKROIs: the max_rois ROIs of highest probability in std::sort's order (partial_sort.py: equal probabilities as
   libstdc++'s introsort leaves them); rows past the number of ROIs, unwritten by OpenVINO, are zero.
+* ROIFeatureExtractor: each ROI pooled (ROIAlign, avg) on the pyramid level its area picks, as ONNX RoiAlign on
+  ROIs scaled beforehand in the plugin's arithmetic; ROIs of area <= 0 get zeros.
 """
 
 from __future__ import annotations
@@ -85,3 +87,47 @@ def top_k_rois(ctx: LayerContext) -> ir.Value:
     # fewer ROIs than max_rois: the remaining rows are zero
     top = b.op("Pad", [top, b.concat([b.i64([0, 0]), b.op("Sub", [b.i64([max_rois]), k]), b.i64([0])], 0)])
     return _to_output(ctx, top)
+
+
+def _pyramid_levels(b: GraphBuilder, rois: ir.Value, levels: int) -> ir.Value:
+    """[R] int64 pyramid level of each ROI: floor(log2(sqrt(area) / 224 + 1e-6) + 2) clamped to the levels, and
+    `levels` (no level) for an area <= 0. log2 is taken in double and rounded to float32, as a correctly rounded
+    log2f gives it (a float32 ln / ln 2 can miss the floor near powers of two)."""
+    x0, y0, x1, y1 = (b.reshape(b.slice(rois, [k], [k + 1], [1]), [-1]) for k in range(4))
+    area = b.op("Mul", [b.op("Sub", [x1, x0]), b.op("Sub", [y1, y0])])
+    v = b.op("Add", [b.op("Div", [b.op("Sqrt", [area]), _f(b, 224.0)]), _f(b, 1e-6)])
+    log2 = b.op("Div", [b.op("Log", [b.cast(v, ir.DataType.DOUBLE)]), b.const(np.array(np.log(2.0)))])
+    level = b.op("Floor", [b.op("Add", [b.cast(log2, F32), _f(b, 2.0)])])
+    level = b.op("Clip", [level, _f(b, 0.0), _f(b, float(levels - 1))])
+    return b.cast(b.op("Where", [b.op("Greater", [area, _f(b, 0.0)]), level, _f(b, float(levels))]), I64)
+
+
+@converter("ExperimentalDetectronROIFeatureExtractor", "opset6", onnx="RoiAlign, Log, Sqrt, Where")
+def roi_feature_extractor(ctx: LayerContext) -> list[ir.Value]:
+    b = ctx.b
+    inputs = _f32_inputs(ctx, len(ctx.inputs))
+    rois, maps = inputs[0], inputs[1:]
+    size = ctx.attr_int("output_size")
+    ratio = ctx.attr_int("sampling_ratio", 0)
+    scales = ctx.attr_ints("pyramid_scales")
+    aligned = ctx.attr_bool("aligned", False)
+    if len(scales) < len(maps):
+        raise ctx.error(f"{len(maps)} feature maps but {len(scales)} pyramid_scales")
+    level = _pyramid_levels(b, rois, len(maps))
+    zeros = b.op("ConstantOfShape", [b.shape_of(rois, 0, 1)], {"value": np.zeros(1, np.int64)})
+    out = None
+    for i, fmap in enumerate(maps):
+        # ROIs scaled as the plugin does (x * (1 / scale) - offset), then ONNX RoiAlign at scale 1 without offset
+        # (output_half_pixel also forces sides of at least 1)
+        scaled = b.op("Mul", [rois, _f(b, float(np.float32(1.0) / np.float32(scales[i])))])
+        if aligned:
+            scaled = b.op("Sub", [scaled, _f(b, 0.5)])
+        pooled = b.op("RoiAlign", [fmap, scaled, zeros],
+                      {"mode": "avg", "output_height": size, "output_width": size, "sampling_ratio": ratio,
+                       "spatial_scale": 1.0, "coordinate_transformation_mode": "output_half_pixel"})
+        on = b.reshape(b.op("Equal", [level, b.i64(i)]), [-1, 1, 1, 1])
+        out = b.op("Where", [on, pooled, out if out is not None else _f(b, 0.0)])
+    outs = [_to_output(ctx, out)]
+    if len(ctx.layer.outputs) > 1:
+        outs.append(_to_output(ctx, b.identity(rois), 1))
+    return outs

@@ -96,3 +96,49 @@ TOPK_CASES = [
 @pytest.mark.parametrize("case", params(TOPK_CASES))
 def test_top_k_rois(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def _extractor(name: str, rois: np.ndarray, channels: int, sizes: list[tuple[int, int]], scales: list[int],
+               output_size: int = 3, sampling_ratio: int = 2, aligned: bool = False, dynamic: bool = False,
+               two_outputs: bool = True) -> Case:
+    maps = [RNG.standard_normal((1, channels, h, w)).astype(F) for h, w in sizes]
+    data = [rois.astype(F), *maps]
+    shapes = [((-1, 4) if dynamic else rois.shape, F)] + [((1, channels, -1, -1) if dynamic else m.shape, F)
+                                                         for m in maps]
+    attrs = {"output_size": output_size, "sampling_ratio": sampling_ratio, "pyramid_scales": scales,
+             "aligned": aligned}
+
+    def build(r, *fs):
+        node = _op("ExperimentalDetectronROIFeatureExtractor", r, *fs, **attrs)
+        return node.outputs() if two_outputs else [node.output(0)]
+
+    return Case(name, build, shapes, values=data)
+
+
+def _rois(n: int, extent: float, small: float = 4.0, big: float = 400.0) -> np.ndarray:
+    xy = RNG.random((n, 2)) * extent
+    wh = np.exp(RNG.uniform(np.log(small), np.log(big), (n, 2)))
+    return np.concatenate([xy, xy + wh], 1)
+
+
+# rois on the level boundaries: sqrt(area) / 224 = 2^(k - 2) exactly, and degenerate or flipped boxes
+EDGE_ROIS = np.array([[0, 0, 112, 112], [0, 0, 224, 224], [0, 0, 448, 448], [10, 10, 66, 66], [5, 5, 5, 40],
+                      [30, 30, 10, 10], [40, 8, 20, 30], [0, 0, 0.5, 0.5], [1, 2, 3, 900]], F)
+LEVELS4 = [(32, 40), (16, 20), (8, 10), (4, 5)]
+EXTRACTOR_CASES = [
+    _extractor("extractor-basic", _rois(20, 300), 3, LEVELS4, [4, 8, 16, 32]),
+    _extractor("extractor-aligned", _rois(20, 300), 2, LEVELS4, [4, 8, 16, 32], aligned=True),
+    _extractor("extractor-adaptive-sampling", _rois(15, 200), 2, LEVELS4, [4, 8, 16, 32], sampling_ratio=0,
+               output_size=2),
+    _extractor("extractor-one-output", _rois(10, 200), 2, LEVELS4, [4, 8, 16, 32], two_outputs=False),
+    _extractor("extractor-two-levels", _rois(12, 100, big=900), 2, [(24, 24), (12, 12)], [4, 8], output_size=4),
+    _extractor("extractor-edges", EDGE_ROIS, 2, LEVELS4, [4, 8, 16, 32], sampling_ratio=0),
+    _extractor("extractor-edges-aligned", EDGE_ROIS, 2, LEVELS4, [4, 8, 16, 32], aligned=True),
+    _extractor("extractor-dynamic", _rois(9, 200), 2, LEVELS4, [4, 8, 16, 32], dynamic=True),
+    _extractor("extractor-outside", _rois(10, 600, small=1.0), 2, LEVELS4, [4, 8, 16, 32], sampling_ratio=3),
+]
+
+
+@pytest.mark.parametrize("case", params(EXTRACTOR_CASES))
+def test_roi_feature_extractor(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
