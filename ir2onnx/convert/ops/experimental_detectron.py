@@ -8,6 +8,9 @@
   libstdc++'s introsort leaves them); rows past the number of ROIs, unwritten by OpenVINO, are zero.
 * ROIFeatureExtractor: each ROI pooled (ROIAlign, avg) on the pyramid level its area picks, as ONNX RoiAlign on
   ROIs scaled beforehand in the plugin's arithmetic; ROIs of area <= 0 get zeros.
+* GenerateProposalsSingleImage: anchors [H * W * A, 4] refined as GenerateProposals-9 with coordinates offset 1
+  (proposals.py), scores of boxes under min_size (unscaled) zeroed, the pre_nms_count best in std::partial_sort's
+  order, greedy NMS with offset 0 (zero scores take part), post_nms_count rows, zero-padded.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.partial_sort import sort_order
+from ir2onnx.convert.ops.partial_sort import partial_sort_order, sort_order
+from ir2onnx.convert.ops.proposals import nms_loop, refine_anchors
 from ir2onnx.convert.registry import converter
 
 F32, I64 = ir.DataType.FLOAT, ir.DataType.INT64
@@ -131,3 +135,35 @@ def roi_feature_extractor(ctx: LayerContext) -> list[ir.Value]:
     if len(ctx.layer.outputs) > 1:
         outs.append(_to_output(ctx, b.identity(rois), 1))
     return outs
+
+
+@converter("ExperimentalDetectronGenerateProposalsSingleImage", "opset6",
+           onnx="Loop (greedy NMS), TopK, GatherElements, Exp, Where, Pad")
+def generate_proposals_single_image(ctx: LayerContext) -> list[ir.Value]:
+    b = ctx.b
+    info, anchors, deltas, scores = _f32_inputs(ctx, 4)
+    pre_n, post_n = ctx.attr_int("pre_nms_count"), ctx.attr_int("post_nms_count")
+    a_dim, h_dim, w_dim = (b.shape_of(scores, i, i + 1) for i in range(3))
+    score = b.reshape(b.op("Transpose", [scores], {"perm": [1, 2, 0]}), [1, -1])  # (h, w, anchor) order
+    d = b.op("Transpose", [b.reshape(deltas, b.concat([a_dim, b.i64([4]), h_dim, w_dim], 0))], {"perm": [2, 3, 0, 1]})
+    dx, dy, dlw, dlh = (b.reshape(b.slice(d, [k], [k + 1], [3]), [1, -1]) for k in range(4))
+    ax0, ay0, ax1, ay1 = (b.reshape(b.slice(anchors, [k], [k + 1], [1]), [1, -1]) for k in range(4))
+    info = b.reshape(info, [-1])
+    img_h, img_w = (b.reshape(b.op("Gather", [info, b.i64([j])]), [1, 1]) for j in (0, 1))
+    (x0, y0, x1, y1), box_w, box_h = refine_anchors(b, (ax0, ay0, ax1, ay1), (dx, dy, dlw, dlh), img_h, img_w, 1.0)
+    min_size = _f(b, ctx.attr_float("min_size"))
+    big = b.op("And", [b.op("LessOrEqual", [min_size, box_w]), b.op("LessOrEqual", [min_size, box_h])])
+    score = b.op("Mul", [b.cast(big, F32), score])
+    k = b.op("Min", [b.shape_of(score, 1, 2), b.i64([pre_n])])
+    name = ctx.layer.name or f"generate_proposals_{ctx.layer.id}"
+    top, order = partial_sort_order(b, name, score, k)
+    boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), 0.0)
+    pads = b.concat([b.i64([0, 0, 0]), b.op("Sub", [b.i64([post_n]), b.shape_of(sel, 1, 2)])], 0)
+    sel = b.op("Pad", [sel, pads, b.const(np.array(0, np.int64))])
+    ok = b.op("Pad", [ok, pads, b.const(np.array(False))])
+    zero = _f(b, 0.0)
+    cols = [b.op("Where", [ok, b.op("GatherElements", [v, sel], {"axis": 1}), zero]) for v in boxes]
+    rois = b.reshape(b.op("Concat", [b.unsqueeze(c, [2]) for c in cols], {"axis": 2}), [-1, 4])
+    kept = b.reshape(b.op("Where", [ok, b.op("GatherElements", [top, sel], {"axis": 1}), zero]), [-1])
+    return [_to_output(ctx, rois), _to_output(ctx, kept, 1)]

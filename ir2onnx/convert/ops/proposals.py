@@ -72,7 +72,7 @@ def _clip(b: GraphBuilder, x: ir.Value, hi: ir.Value) -> ir.Value:
     return b.op("Max", [_f(b, 0.0), b.op("Min", [x, hi])])
 
 
-def _nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, threshold: float,
+def nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, threshold: float,
               offset: float, alive: ir.Value | None = None) -> tuple[ir.Value, ir.Value]:
     """Greedy NMS over boxes (x0, y0, x1, y1 each [N, K], best first; `alive` [N, K] bool, all when None) ->
     (index [N, T], valid [N, T]), 1 <= T <= count: step t takes each image's first box still alive, then kills the
@@ -193,7 +193,7 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
     name = ctx.layer.name or f"proposal_{ctx.layer.id}"
     top, order = partial_sort_order(b, name, score, k)
     boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
-    sel, ok = _nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_thresh"), offset)
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_thresh"), offset)
     # pad to post_nms_topn rows per image
     pad = b.op("Sub", [b.i64([post_n]), b.shape_of(sel, 1, 2)])
     pads = b.concat([b.i64([0, 0, 0]), pad], 0)
@@ -223,6 +223,35 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
     return outs
 
 
+def refine_anchors(b: GraphBuilder, anchors: tuple[ir.Value, ...], deltas: tuple[ir.Value, ...], img_h: ir.Value,
+                   img_w: ir.Value, offset: float) -> tuple[tuple[ir.Value, ...], ir.Value, ir.Value]:
+    """Anchors (x0, y0, x1, y1) moved by deltas (dx, dy, d log w, d log h; log sizes capped at log(1000 / 16)) and
+    clipped to [0, image side - offset], as the plugin's refine_anchors of GenerateProposals and
+    ExperimentalDetectronGenerateProposalsSingleImage -> (boxes, width, height)."""
+    ax0, ay0, ax1, ay1 = anchors
+    dx, dy, dlw, dlh = deltas
+    off, half = _f(b, offset), _f(b, 0.5)
+    ww = b.op("Add", [b.op("Sub", [ax1, ax0]), off])
+    hh = b.op("Add", [b.op("Sub", [ay1, ay0]), off])
+    ctr_x = b.op("Add", [ax0, b.op("Mul", [half, ww])])
+    ctr_y = b.op("Add", [ay0, b.op("Mul", [half, hh])])
+    pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
+    pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
+    cap = _f(b, float(np.float32(np.log(1000.0 / 16.0))))
+    pw = b.op("Mul", [b.op("Exp", [b.op("Min", [dlw, cap])]), ww])
+    ph = b.op("Mul", [b.op("Exp", [b.op("Min", [dlh, cap])]), hh])
+    x0 = b.op("Sub", [pcx, b.op("Mul", [half, pw])])
+    y0 = b.op("Sub", [pcy, b.op("Mul", [half, ph])])
+    x1 = b.op("Sub", [b.op("Add", [pcx, b.op("Mul", [half, pw])]), off])
+    y1 = b.op("Sub", [b.op("Add", [pcy, b.op("Mul", [half, ph])]), off])
+    lim_w, lim_h = b.op("Sub", [img_w, off]), b.op("Sub", [img_h, off])
+    x0, x1 = _clip(b, x0, lim_w), _clip(b, x1, lim_w)
+    y0, y1 = _clip(b, y0, lim_h), _clip(b, y1, lim_h)
+    box_w = b.op("Add", [b.op("Sub", [x1, x0]), off])
+    box_h = b.op("Add", [b.op("Sub", [y1, y0]), off])
+    return (x0, y0, x1, y1), box_w, box_h
+
+
 @converter("GenerateProposals", "opset9", onnx="Loop (greedy NMS), TopK, GatherElements, Exp, Where, Compress")
 def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
     """GenerateProposals-9 as the CPU plugin computes it: anchors [H, W, A, 4] moved by the deltas (log sizes capped
@@ -249,32 +278,14 @@ def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
     scale_w = b.op("Gather", [info, b.op("Min", [b.op("Sub", [width, b.i64([1])]), b.i64([3])])], {"axis": 1})
     min_size = _f(b, ctx.attr_float("min_size"))
     min_h, min_w = b.op("Mul", [min_size, scale_h]), b.op("Mul", [min_size, scale_w])
-    off, half = _f(b, offset), _f(b, 0.5)
-    ww = b.op("Add", [b.op("Sub", [ax1, ax0]), off])
-    hh = b.op("Add", [b.op("Sub", [ay1, ay0]), off])
-    ctr_x = b.op("Add", [ax0, b.op("Mul", [half, ww])])
-    ctr_y = b.op("Add", [ay0, b.op("Mul", [half, hh])])
-    pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
-    pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
-    cap = _f(b, float(np.float32(np.log(1000.0 / 16.0))))
-    pw = b.op("Mul", [b.op("Exp", [b.op("Min", [dlw, cap])]), ww])
-    ph = b.op("Mul", [b.op("Exp", [b.op("Min", [dlh, cap])]), hh])
-    x0 = b.op("Sub", [pcx, b.op("Mul", [half, pw])])
-    y0 = b.op("Sub", [pcy, b.op("Mul", [half, ph])])
-    x1 = b.op("Sub", [b.op("Add", [pcx, b.op("Mul", [half, pw])]), off])
-    y1 = b.op("Sub", [b.op("Add", [pcy, b.op("Mul", [half, ph])]), off])
-    lim_w, lim_h = b.op("Sub", [img_w, off]), b.op("Sub", [img_h, off])
-    x0, x1 = _clip(b, x0, lim_w), _clip(b, x1, lim_w)
-    y0, y1 = _clip(b, y0, lim_h), _clip(b, y1, lim_h)
-    box_w = b.op("Add", [b.op("Sub", [x1, x0]), off])
-    box_h = b.op("Add", [b.op("Sub", [y1, y0]), off])
+    (x0, y0, x1, y1), box_w, box_h = refine_anchors(b, (ax0, ay0, ax1, ay1), (dx, dy, dlw, dlh), img_h, img_w, offset)
     big = b.op("And", [b.op("LessOrEqual", [min_w, box_w]), b.op("LessOrEqual", [min_h, box_h])])
     k = b.op("Min", [b.shape_of(score, 1, 2), b.i64([pre_n])])
     name = ctx.layer.name or f"generate_proposals_{ctx.layer.id}"
     top, order = partial_sort_order(b, name, score, k)
     boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
     alive = b.op("GatherElements", [big, order], {"axis": 1})
-    sel, ok = _nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), offset, alive)
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), offset, alive)
     mask = b.reshape(ok, [-1])
     rows = b.op("Concat", [b.unsqueeze(b.op("GatherElements", [v, sel], {"axis": 1}), [2]) for v in boxes],
                 {"axis": 2})

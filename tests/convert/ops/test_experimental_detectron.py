@@ -142,3 +142,37 @@ EXTRACTOR_CASES = [
 @pytest.mark.parametrize("case", params(EXTRACTOR_CASES))
 def test_roi_feature_extractor(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def _single(name: str, a: int, h: int, w: int, info: list[float], min_size: float, nms: float, pre: int, post: int,
+            spread: float = 0.3, levels: int = 0, dynamic: bool = False) -> Case:
+    xy = RNG.random((h * w * a, 2)).astype(F) * np.array([info[1], info[0]], F)
+    anchors = np.concatenate([xy, xy + (RNG.random((h * w * a, 2)) * 20 + 1).astype(F)], 1).astype(F)
+    scores = RNG.random((a, h, w)).astype(F)
+    if levels:
+        scores = (np.floor(scores * levels) / levels).astype(F)
+    data = [np.array(info, F), anchors, (RNG.standard_normal((4 * a, h, w)) * spread).astype(F), scores]
+    shapes = [(tuple(-1 for _ in d.shape) if dynamic else d.shape, F) for d in data]
+    attrs = {"min_size": min_size, "nms_threshold": nms, "pre_nms_count": pre, "post_nms_count": post}
+
+    def build(i, an, d, s):
+        return _op("ExperimentalDetectronGenerateProposalsSingleImage", i, an, d, s, **attrs).outputs()
+
+    return Case(name, build, shapes, values=data)
+
+
+SINGLE_CASES = [
+    _single("single-basic", 3, 4, 5, [60, 80, 1], 2.0, 0.7, 50, 20),
+    _single("single-padding", 2, 3, 3, [40, 40, 1], 1.0, 0.3, 18, 30),
+    _single("single-min-size", 3, 4, 4, [64, 64, 1], 12.0, 0.5, 48, 40, spread=1.0),
+    _single("single-big-deltas", 2, 4, 4, [64, 64, 1], 1.0, 0.6, 32, 20, spread=6.0),
+    _single("single-ties", 3, 4, 4, [64, 64, 1], 2.0, 0.6, 30, 25, levels=3),
+    _single("single-ties-zeros", 3, 4, 5, [48, 60, 1], 15.0, 0.8, 60, 60, spread=1.0, levels=4),
+    _single("single-dynamic", 3, 5, 3, [64, 50, 1], 2.0, 0.7, 25, 10, dynamic=True),
+    _single("single-nms-loose", 3, 4, 4, [64, 64, 1], 1.0, 0.05, 48, 48),
+]
+
+
+@pytest.mark.parametrize("case", params(SINGLE_CASES))
+def test_generate_proposals_single_image(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
