@@ -21,7 +21,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.partial_sort import partial_sort_order, sort_order
-from ir2onnx.convert.ops.proposals import nms_loop, refine_anchors
+from ir2onnx.convert.ops.proposals import nms_loop, proposal_iou, refine_anchors
 from ir2onnx.convert.registry import converter
 
 F32, I64 = ir.DataType.FLOAT, ir.DataType.INT64
@@ -158,7 +158,7 @@ def generate_proposals_single_image(ctx: LayerContext) -> list[ir.Value]:
     name = ctx.layer.name or f"generate_proposals_{ctx.layer.id}"
     top, order = partial_sort_order(b, name, score, k)
     boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
-    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), 0.0)
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), proposal_iou(0.0))
     pads = b.concat([b.i64([0, 0, 0]), b.op("Sub", [b.i64([post_n]), b.shape_of(sel, 1, 2)])], 0)
     sel = b.op("Pad", [sel, pads, b.const(np.array(0, np.int64))])
     ok = b.op("Pad", [ok, pads, b.const(np.array(False))])

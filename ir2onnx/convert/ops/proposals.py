@@ -16,6 +16,8 @@ Proposal follows OpenVINO's CPU plugin step by step, in float32 and in its order
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx_ir as ir
 
@@ -72,11 +74,40 @@ def _clip(b: GraphBuilder, x: ir.Value, hi: ir.Value) -> ir.Value:
     return b.op("Max", [_f(b, 0.0), b.op("Min", [x, hi])])
 
 
+Overlap = Callable[[GraphBuilder, list[ir.Value], list[ir.Value]], ir.Value]
+
+
+def proposal_iou(offset: float) -> Overlap:
+    """The IoU of the plugin's Proposal-family nms_cpu: 0 for boxes that do not touch, sides + offset, clamped
+    intersection."""
+
+    def iou(cb: GraphBuilder, first: list[ir.Value], others: list[ir.Value]) -> ir.Value:
+        x0i, y0i, x1i, y1i = first
+        x0j, y0j, x1j, y1j = others
+        off, zero = _f(cb, offset), _f(cb, 0.0)
+        touch = cb.op("And", [cb.op("And", [cb.op("LessOrEqual", [x0i, x1j]), cb.op("LessOrEqual", [y0i, y1j])]),
+                              cb.op("And", [cb.op("LessOrEqual", [x0j, x1i]), cb.op("LessOrEqual", [y0j, y1i])])])
+        width = cb.op("Max", [zero, cb.op("Add", [cb.op("Sub", [cb.op("Min", [x1i, x1j]),
+                                                                cb.op("Max", [x0i, x0j])]), off])])
+        height = cb.op("Max", [zero, cb.op("Add", [cb.op("Sub", [cb.op("Min", [y1i, y1j]),
+                                                                 cb.op("Max", [y0i, y0j])]), off])])
+        area = cb.op("Mul", [width, height])
+
+        def box_area(x0: ir.Value, y0: ir.Value, x1: ir.Value, y1: ir.Value) -> ir.Value:
+            return cb.op("Mul", [cb.op("Add", [cb.op("Sub", [x1, x0]), off]),
+                                 cb.op("Add", [cb.op("Sub", [y1, y0]), off])])
+
+        union = cb.op("Sub", [cb.op("Add", [box_area(x0i, y0i, x1i, y1i), box_area(x0j, y0j, x1j, y1j)]), area])
+        return cb.op("Where", [touch, cb.op("Div", [area, union]), zero])
+
+    return iou
+
+
 def nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, threshold: float,
-              offset: float, alive: ir.Value | None = None) -> tuple[ir.Value, ir.Value]:
-    """Greedy NMS over boxes (x0, y0, x1, y1 each [N, K], best first; `alive` [N, K] bool, all when None) ->
-    (index [N, T], valid [N, T]), 1 <= T <= count: step t takes each image's first box still alive, then kills the
-    later ones with IoU > threshold; the kept ones of an image are the first of its row."""
+             overlap: Overlap, alive: ir.Value | None = None) -> tuple[ir.Value, ir.Value]:
+    """Greedy NMS over boxes (values [N, K] each, e.g. x0, y0, x1, y1, best first; `alive` [N, K] bool, all when
+    None) -> (index [N, T], valid [N, T]), 1 <= T <= count: step t takes each row's first box still alive, then
+    kills the later ones whose overlap(first, others) > threshold; the kept ones of a row are the first of it."""
     start = alive
     cb = b.child()
     cb.add_input(cb.names.fresh(f"{name}/step"), I64, [])
@@ -85,24 +116,8 @@ def nms_loop(b: GraphBuilder, name: str, boxes: list[ir.Value], count: int, thre
     has = cb.reduce("ReduceMax", cb.cast(alive, ir.DataType.INT32), [1], keepdims=True)  # [N, 1]
     valid = cb.cast(has, ir.DataType.BOOL)
     idx = cb.op("ArgMax", [cb.cast(alive, ir.DataType.INT32)], {"axis": 1, "keepdims": 1})  # first alive, [N, 1]
-    x0j, y0j, x1j, y1j = boxes
-    x0i, y0i, x1i, y1i = (cb.op("GatherElements", [v, idx], {"axis": 1}) for v in boxes)
-    off = _f(cb, offset)
-    touch = cb.op("And", [cb.op("And", [cb.op("LessOrEqual", [x0i, x1j]), cb.op("LessOrEqual", [y0i, y1j])]),
-                          cb.op("And", [cb.op("LessOrEqual", [x0j, x1i]), cb.op("LessOrEqual", [y0j, y1i])])])
-    zero = _f(cb, 0.0)
-    width = cb.op("Max", [zero, cb.op("Add", [cb.op("Sub", [cb.op("Min", [x1i, x1j]), cb.op("Max", [x0i, x0j])]),
-                                              off])])
-    height = cb.op("Max", [zero, cb.op("Add", [cb.op("Sub", [cb.op("Min", [y1i, y1j]), cb.op("Max", [y0i, y0j])]),
-                                               off])])
-    area = cb.op("Mul", [width, height])
-
-    def box_area(x0: ir.Value, y0: ir.Value, x1: ir.Value, y1: ir.Value) -> ir.Value:
-        return cb.op("Mul", [cb.op("Add", [cb.op("Sub", [x1, x0]), off]), cb.op("Add", [cb.op("Sub", [y1, y0]), off])])
-
-    union = cb.op("Sub", [cb.op("Add", [box_area(x0i, y0i, x1i, y1i), box_area(x0j, y0j, x1j, y1j)]), area])
-    iou = cb.op("Where", [touch, cb.op("Div", [area, union]), zero])
-    kill = cb.op("Less", [_f(cb, threshold), iou])
+    first = [cb.op("GatherElements", [v, idx], {"axis": 1}) for v in boxes]
+    kill = cb.op("Less", [_f(cb, threshold), overlap(cb, first, boxes)])
     positions = cb.op("Range", [cb.i64(0), cb.shape_of(alive, 1, 2), cb.i64(1)])
     chosen = cb.op("Equal", [cb.reshape(positions, [1, -1]), idx])
     alive_out = cb.op("And", [alive, cb.op("Not", [cb.op("Or", [kill, chosen])])])
@@ -193,7 +208,7 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
     name = ctx.layer.name or f"proposal_{ctx.layer.id}"
     top, order = partial_sort_order(b, name, score, k)
     boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
-    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_thresh"), offset)
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_thresh"), proposal_iou(offset))
     # pad to post_nms_topn rows per image
     pad = b.op("Sub", [b.i64([post_n]), b.shape_of(sel, 1, 2)])
     pads = b.concat([b.i64([0, 0, 0]), pad], 0)
@@ -285,7 +300,7 @@ def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
     top, order = partial_sort_order(b, name, score, k)
     boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in (x0, y0, x1, y1)]
     alive = b.op("GatherElements", [big, order], {"axis": 1})
-    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), offset, alive)
+    sel, ok = nms_loop(b, name, boxes, post_n, ctx.attr_float("nms_threshold"), proposal_iou(offset), alive)
     mask = b.reshape(ok, [-1])
     rows = b.op("Concat", [b.unsqueeze(b.op("GatherElements", [v, sel], {"axis": 1}), [2]) for v in boxes],
                 {"axis": 2})
