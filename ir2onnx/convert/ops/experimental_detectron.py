@@ -11,6 +11,12 @@
 * GenerateProposalsSingleImage: anchors [H * W * A, 4] refined as GenerateProposals-9 with coordinates offset 1
   (proposals.py), scores of boxes under min_size (unscaled) zeroed, the pre_nms_count best in std::partial_sort's
   order, greedy NMS with offset 0 (zero scores take part), post_nms_count rows, zero-padded.
+* DetectionOutput: boxes refined per class (deltas over deltas_weights, log sizes capped at max_delta_log_wh,
+  clamped at 0 only; class 0 and ROIs with a side <= 0 give nothing), per class the scores above score_threshold
+  by descending score (ties by ROI index), greedy NMS (Jaccard overlap with offset 1 > nms_threshold), the first
+  post_nms_count kept; the detections in class order, or, when more than max_detections_per_image,
+  std::partial_sort's order by score (ties by ROI index); zero-padded. im_info and class_agnostic_box_regression
+  are not used by the plugin.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.partial_sort import partial_sort_order, sort_order
-from ir2onnx.convert.ops.proposals import nms_loop, proposal_iou, refine_anchors
+from ir2onnx.convert.ops.partial_sort import branch, partial_sort_order, partial_sort_pairs, sort_order
+from ir2onnx.convert.ops.proposals import Overlap, nms_loop, proposal_iou, refine_anchors
 from ir2onnx.convert.registry import converter
 
 F32, I64 = ir.DataType.FLOAT, ir.DataType.INT64
@@ -167,3 +173,101 @@ def generate_proposals_single_image(ctx: LayerContext) -> list[ir.Value]:
     rois = b.reshape(b.op("Concat", [b.unsqueeze(c, [2]) for c in cols], {"axis": 2}), [-1, 4])
     kept = b.reshape(b.op("Where", [ok, b.op("GatherElements", [top, sel], {"axis": 1}), zero]), [-1])
     return [_to_output(ctx, rois), _to_output(ctx, kept, 1)]
+
+
+def _jaccard() -> Overlap:
+    """The plugin's JaccardOverlap (offset 1) of boxes given as x0, y0, x1, y1 and their precomputed areas."""
+
+    def overlap(cb: GraphBuilder, first: list[ir.Value], others: list[ir.Value]) -> ir.Value:
+        x0i, y0i, x1i, y1i, si = first
+        x0j, y0j, x1j, y1j, sj = others
+        one, zero = _f(cb, 1.0), _f(cb, 0.0)
+        apart = cb.op("Or", [cb.op("Or", [cb.op("Greater", [x0j, x1i]), cb.op("Less", [x1j, x0i])]),
+                             cb.op("Or", [cb.op("Greater", [y0j, y1i]), cb.op("Less", [y1j, y0i])])])
+        w = cb.op("Add", [cb.op("Sub", [cb.op("Min", [x1i, x1j]), cb.op("Max", [x0i, x0j])]), one])
+        h = cb.op("Add", [cb.op("Sub", [cb.op("Min", [y1i, y1j]), cb.op("Max", [y0i, y0j])]), one])
+        empty = cb.op("Or", [apart, cb.op("Or", [cb.op("LessOrEqual", [w, zero]), cb.op("LessOrEqual", [h, zero])])])
+        inter = cb.op("Mul", [w, h])
+        iou = cb.op("Div", [inter, cb.op("Sub", [cb.op("Add", [sj, si]), inter])])
+        return cb.op("Where", [empty, zero, iou])
+
+    return overlap
+
+
+@converter("ExperimentalDetectronDetectionOutput", "opset6",
+           onnx="Loop (greedy NMS per class), TopK, GatherElements, Compress, Exp, Where, Pad")
+def detection_output(ctx: LayerContext) -> list[ir.Value]:
+    b = ctx.b
+    rois, deltas, scores = _f32_inputs(ctx, 3)
+    classes = ctx.attr_int("num_classes")
+    post_n = ctx.attr_int("post_nms_count")
+    max_det = ctx.attr_int("max_detections_per_image")
+    weights = [float(w) for w in ctx.attr_floats("deltas_weights")]
+    score_thr, nms_thr = ctx.attr_float("score_threshold"), ctx.attr_float("nms_threshold")
+    # refined boxes, areas and scores [C, R]; class 0 (background) and ROIs with a side <= 0 stay 0
+    x0, y0, x1, y1 = (b.reshape(b.slice(rois, [k], [k + 1], [1]), [1, -1]) for k in range(4))
+    good = b.op("And", [b.op("Greater", [b.op("Sub", [x1, x0]), _f(b, 0.0)]),
+                        b.op("Greater", [b.op("Sub", [y1, y0]), _f(b, 0.0)])])
+    good = b.op("And", [good, b.const(np.arange(classes).reshape(-1, 1) > 0)])  # [C, R]
+    one, half = _f(b, 1.0), _f(b, 0.5)
+    ww = b.op("Add", [b.op("Sub", [x1, x0]), one])
+    hh = b.op("Add", [b.op("Sub", [y1, y0]), one])
+    ctr_x = b.op("Add", [x0, b.op("Mul", [half, ww])])
+    ctr_y = b.op("Add", [y0, b.op("Mul", [half, hh])])
+    d = b.op("Transpose", [b.reshape(deltas, [-1, classes, 4])], {"perm": [2, 1, 0]})  # [4, C, R]
+    dx, dy, dlw, dlh = (b.op("Div", [b.squeeze(b.slice(d, [k], [k + 1], [0]), [0]), _f(b, weights[k])])
+                        for k in range(4))
+    cap = _f(b, ctx.attr_float("max_delta_log_wh"))
+    pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
+    pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
+    pw = b.op("Mul", [b.op("Exp", [b.op("Min", [dlw, cap])]), ww])
+    ph = b.op("Mul", [b.op("Exp", [b.op("Min", [dlh, cap])]), hh])
+    zero = _f(b, 0.0)
+    nx0 = b.op("Max", [zero, b.op("Sub", [pcx, b.op("Mul", [half, pw])])])
+    ny0 = b.op("Max", [zero, b.op("Sub", [pcy, b.op("Mul", [half, ph])])])
+    nx1 = b.op("Max", [zero, b.op("Sub", [b.op("Add", [pcx, b.op("Mul", [half, pw])]), one])])
+    ny1 = b.op("Max", [zero, b.op("Sub", [b.op("Add", [pcy, b.op("Mul", [half, ph])]), one])])
+    area = b.op("Mul", [b.op("Add", [b.op("Sub", [nx1, nx0]), one]), b.op("Add", [b.op("Sub", [ny1, ny0]), one])])
+    score = b.op("Transpose", [scores], {"perm": [1, 0]})
+    fields = [b.op("Where", [good, v, zero]) for v in (nx0, ny0, nx1, ny1, area, score)]
+    # per class: candidates above the threshold by descending score (ties by ROI index), greedy NMS
+    r = b.shape_of(rois, 0, 1)
+    top, order = b.op_multi("TopK", [fields[5], r], {"axis": 1, "largest": 1, "sorted": 1}, outputs=2)
+    boxes = [b.op("GatherElements", [v, order], {"axis": 1}) for v in fields[:5]]
+    alive = b.op("And", [b.op("Greater", [top, _f(b, score_thr)]), b.const(np.arange(classes).reshape(-1, 1) > 0)])
+    name = ctx.layer.name or f"detection_output_{ctx.layer.id}"
+    limit = post_n if post_n >= 0 else 2**31
+    sel, ok = nms_loop(b, name, boxes, limit, nms_thr, _jaccard(), alive)
+    # the kept detections in class order, then within a class in NMS order
+    mask = b.reshape(ok, [-1])
+
+    def flat(v: ir.Value) -> ir.Value:
+        return b.op("Compress", [b.reshape(b.op("GatherElements", [v, sel], {"axis": 1}), [-1]), mask], {"axis": 0})
+
+    det_boxes = [flat(v) for v in boxes[:4]]
+    det_score = flat(top)
+    det_roi = flat(order)
+    det_class = b.op("Compress", [b.reshape(b.op("Expand", [b.const(np.arange(classes).reshape(-1, 1)),
+                                                            b.shape_of(sel)]), [-1]), mask], {"axis": 0})
+    total = b.shape_of(det_score, 0, 1)
+    keep = b.op("Min", [total, b.i64([max_det])])
+    # more than max_detections_per_image: std::partial_sort by score, ties by ROI index
+    def sorted_branch(bb: GraphBuilder) -> list[ir.Value]:
+        return [partial_sort_pairs(bb, f"{name}/image", det_score, det_roi, bb.i64([max_det]))]
+
+    def in_order(bb: GraphBuilder) -> list[ir.Value]:
+        return [bb.op("Range", [bb.i64(0), bb.reshape(total, []), bb.i64(1)])]
+
+    pick = b.op("If", [b.reshape(b.op("Greater", [total, b.i64([max_det])]), [])],
+                {"then_branch": branch(b, f"{name}/sorted", [(I64, 1)], sorted_branch),
+                 "else_branch": branch(b, f"{name}/in_order", [(I64, 1)], in_order)})
+    pad = b.concat([b.i64([0]), b.op("Sub", [b.i64([max_det]), keep])], 0)
+
+    def out(v: ir.Value, value: object) -> ir.Value:
+        return b.op("Pad", [b.op("Gather", [v, pick], {"axis": 0}), pad, b.const(np.array(value))])
+
+    out_boxes = b.op("Concat", [b.unsqueeze(out(v, np.float32(0)), [1]) for v in det_boxes], {"axis": 1})
+    out_classes = b.cast(out(det_class, np.int64(0)), ir.DataType.INT32)
+    out_scores = out(det_score, np.float32(0))
+    return [_to_output(ctx, out_boxes), b.cast(out_classes, onnx_dtype(ctx.output_type(1))),
+            _to_output(ctx, out_scores, 2)]

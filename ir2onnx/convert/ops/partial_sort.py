@@ -37,8 +37,9 @@ def _body(b: GraphBuilder, name: str, carried: Sequence[Spec],
     return cb.build(outs, b.names.fresh(f"{name}/body"))
 
 
-def _branch(b: GraphBuilder, name: str, specs: Sequence[Spec], fn: Callable[[GraphBuilder], Sequence[ir.Value]]
-            ) -> ir.Graph:
+def branch(b: GraphBuilder, name: str, specs: Sequence[Spec], fn: Callable[[GraphBuilder], Sequence[ir.Value]]
+           ) -> ir.Graph:
+    """An If branch: the graph of fn(child builder), its outputs typed by `specs`."""
     cb = b.child()
     outs = [cb.identity(v) if not cb.owns(v) else v for v in fn(cb)]
     for v, (t, r) in zip(outs, specs):
@@ -55,14 +56,20 @@ def _put(b: GraphBuilder, heap: ir.Value, i: ir.Value, v: ir.Value) -> ir.Value:
 
 
 def _adjust(b: GraphBuilder, name: str, keys: ir.Value, heap: ir.Value, hole: ir.Value, length: ir.Value,
-            value: ir.Value) -> ir.Value:
-    """libstdc++ __adjust_heap(first, hole, length, value) with comp(x, y) = keys[x] > keys[y]; scalars int64."""
+            value: ir.Value, tiebreak: ir.Value | None = None) -> ir.Value:
+    """libstdc++ __adjust_heap(first, hole, length, value) with comp(x, y) = keys[x] > keys[y] (or, with
+    `tiebreak`, equal keys and tiebreak[x] < tiebreak[y]); scalars int64."""
     one, two = b.i64(1), b.i64(2)
     top = hole
     inner = b.op("Div", [b.op("Sub", [length, one]), two])  # (len - 1) / 2
 
     def better(cb: GraphBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-        return cb.op("Greater", [_at(cb, keys, x), _at(cb, keys, y)])
+        kx, ky = _at(cb, keys, x), _at(cb, keys, y)
+        gt = cb.op("Greater", [kx, ky])
+        if tiebreak is None:
+            return gt
+        tie = cb.op("And", [cb.op("Equal", [kx, ky]), cb.op("Less", [_at(cb, tiebreak, x), _at(cb, tiebreak, y)])])
+        return cb.op("Or", [gt, tie])
 
     def down(cb: GraphBuilder, _it: ir.Value, h: ir.Value, sc: ir.Value, hp: ir.Value) -> list[ir.Value]:
         c = cb.op("Mul", [cb.op("Add", [sc, one]), two])
@@ -98,8 +105,10 @@ def _adjust(b: GraphBuilder, name: str, keys: ir.Value, heap: ir.Value, hole: ir
     return _put(b, heap, hole, value)
 
 
-def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.Value:
-    """keys [M] (float), k scalar int64 <= M -> [k] indices in libstdc++ partial_sort's order."""
+def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value, tiebreak: ir.Value | None = None
+                ) -> ir.Value:
+    """keys [M] (float), k scalar int64 <= M -> [k] indices in libstdc++ partial_sort's order (comparator as
+    _adjust)."""
     one, two, zero = b.i64(1), b.i64(2), b.i64(0)
     heap = b.op("Range", [zero, k, one])
     # make_heap: adjust every parent from (k - 2) / 2 down to 0
@@ -108,7 +117,8 @@ def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.V
 
     def make(cb: GraphBuilder, it: ir.Value, hp: ir.Value) -> list[ir.Value]:
         parent = cb.op("Sub", [first, it])
-        return [cb.const(np.array(True)), _adjust(cb, f"{name}/make", keys, hp, parent, k, _at(cb, hp, parent))]
+        return [cb.const(np.array(True)), _adjust(cb, f"{name}/make", keys, hp, parent, k, _at(cb, hp, parent),
+                                                      tiebreak)]
 
     heap = b.op("Loop", [n_make, None, heap], {"body": _body(b, f"{name}/make", [(I64, 1)], make)})
 
@@ -117,9 +127,14 @@ def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.V
 
     def select(cb: GraphBuilder, it: ir.Value, hp: ir.Value) -> list[ir.Value]:
         i = cb.op("Add", [k, it])
-        beats = cb.op("Greater", [_at(cb, keys, i), _at(cb, keys, _at(cb, hp, zero))])
-        then = _branch(cb, f"{name}/pop", [(I64, 1)], lambda bb: [_adjust(bb, f"{name}/pop", keys, hp, zero, k, i)])
-        other = _branch(cb, f"{name}/keep", [(I64, 1)], lambda bb: [hp])
+        ki, k0 = _at(cb, keys, i), _at(cb, keys, _at(cb, hp, zero))
+        beats = cb.op("Greater", [ki, k0])
+        if tiebreak is not None:
+            beats = cb.op("Or", [beats, cb.op("And", [cb.op("Equal", [ki, k0]), cb.op(
+                "Less", [_at(cb, tiebreak, i), _at(cb, tiebreak, _at(cb, hp, zero))])])])
+        then = branch(cb, f"{name}/pop", [(I64, 1)],
+                       lambda bb: [_adjust(bb, f"{name}/pop", keys, hp, zero, k, i, tiebreak)])
+        other = branch(cb, f"{name}/keep", [(I64, 1)], lambda bb: [hp])
         return [cb.const(np.array(True)), cb.op("If", [beats], {"then_branch": then, "else_branch": other})]
 
     heap = b.op("Loop", [b.op("Sub", [m, k]), None, heap], {"body": _body(b, f"{name}/select", [(I64, 1)], select)})
@@ -129,7 +144,7 @@ def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.V
         last = cb.op("Sub", [cb.op("Sub", [k, one]), it])
         v = _at(cb, hp, last)
         hp = _put(cb, hp, last, _at(cb, hp, zero))
-        return [cb.const(np.array(True)), _adjust(cb, f"{name}/sort", keys, hp, zero, last, v)]
+        return [cb.const(np.array(True)), _adjust(cb, f"{name}/sort", keys, hp, zero, last, v, tiebreak)]
 
     n_sort = b.op("Max", [b.op("Sub", [k, one]), zero])
     return b.op("Loop", [n_sort, None, heap], {"body": _body(b, f"{name}/sort", [(I64, 1)], sort)})
@@ -161,8 +176,8 @@ def partial_sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) 
         n = bb.reshape(bb.shape_of(keys, 0, 1), [])
         return [bb.op("Loop", [n, bb.const(np.array(True))], {"body": body})]
 
-    slow = _branch(b, f"{name}/heap", [(I64, 2)], heap_rows)
-    fast = _branch(b, f"{name}/topk", [(I64, 2)], lambda bb: [order])
+    slow = branch(b, f"{name}/heap", [(I64, 2)], heap_rows)
+    fast = branch(b, f"{name}/topk", [(I64, 2)], lambda bb: [order])
     order = b.op("If", [any_tie], {"then_branch": slow, "else_branch": fast})
     values = b.op("GatherElements", [keys, order], {"axis": 1})
     return values, order
@@ -255,11 +270,11 @@ def _introsort_arrangement(b: GraphBuilder, name: str, keys: ir.Value) -> ir.Val
             return [bb.concat([rest, push], 0), new]
 
         specs = [(I64, 2), (I64, 1)]
-        work = _branch(cb, f"{name}/work", specs, lambda bb: list(bb.op_multi(
-            "If", [heap], {"then_branch": _branch(bb, f"{name}/heap", specs, heapsort),
-                           "else_branch": _branch(bb, f"{name}/split", specs, split)}, outputs=2)))
+        work = branch(cb, f"{name}/work", specs, lambda bb: list(bb.op_multi(
+            "If", [heap], {"then_branch": branch(bb, f"{name}/heap", specs, heapsort),
+                           "else_branch": branch(bb, f"{name}/split", specs, split)}, outputs=2)))
         st2, ar2 = cb.op_multi("If", [long], {"then_branch": work,
-                                              "else_branch": _branch(cb, f"{name}/skip", specs, skip)}, outputs=2)
+                                              "else_branch": branch(cb, f"{name}/skip", specs, skip)}, outputs=2)
         more = cb.op("Greater", [cb.reshape(cb.shape_of(st2, 0, 1), []), cb.i64(0)])
         return [more, st2, ar2]
 
@@ -285,8 +300,35 @@ def sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.Va
     def identity(bb: GraphBuilder) -> list[ir.Value]:
         return [bb.op("Range", [bb.i64(0), bb.reshape(m, []), bb.i64(1)])]
 
-    arr = b.op("If", [any_tie], {"then_branch": _branch(b, f"{name}/introsort", [(I64, 1)], arranged),
-                                 "else_branch": _branch(b, f"{name}/plain", [(I64, 1)], identity)})
+    arr = b.op("If", [any_tie], {"then_branch": branch(b, f"{name}/introsort", [(I64, 1)], arranged),
+                                 "else_branch": branch(b, f"{name}/plain", [(I64, 1)], identity)})
     _, pos = b.op_multi("TopK", [b.op("Gather", [keys, arr], {"axis": 0}), k], {"axis": 0, "largest": 1,
                                                                               "sorted": 1}, outputs=2)
     return b.op("Gather", [arr, pos], {"axis": 0})
+
+
+def partial_sort_pairs(b: GraphBuilder, name: str, keys: ir.Value, tiebreak: ir.Value, k: ir.Value) -> ir.Value:
+    """keys [M] float, tiebreak [M] int64, k [1] int64 (<= M) -> the first k indices [k] of std::partial_sort
+    comparing (keys[x] > keys[y]) or (equal keys and tiebreak[x] < tiebreak[y]): a stable sort by tiebreak then by
+    descending key, or libstdc++'s heap selection when two of the k + 1 best tie on both."""
+    _, first = b.op_multi("TopK", [tiebreak, b.shape_of(keys, 0, 1)], {"axis": 0, "largest": 0, "sorted": 1},
+                          outputs=2)
+    _, second = b.op_multi("TopK", [b.op("Gather", [keys, first], {"axis": 0}), k],
+                           {"axis": 0, "largest": 1, "sorted": 1}, outputs=2)
+    order = b.op("Gather", [first, second], {"axis": 0})
+    m = b.shape_of(keys, 0, 1)
+    k1 = b.op("Min", [b.op("Add", [k, b.i64([1])]), m])
+    _, second1 = b.op_multi("TopK", [b.op("Gather", [keys, first], {"axis": 0}), k1],
+                            {"axis": 0, "largest": 1, "sorted": 1}, outputs=2)
+    best = b.op("Gather", [first, second1], {"axis": 0})
+    kb, tb = b.op("Gather", [keys, best], {"axis": 0}), b.op("Gather", [tiebreak, best], {"axis": 0})
+
+    def adjacent_equal(v: ir.Value) -> ir.Value:
+        return b.op("Equal", [b.slice(v, [0], [-1], [0]), b.slice(v, [1], [2**62], [0])])
+
+    ties = b.op("And", [adjacent_equal(kb), adjacent_equal(tb)])
+    any_tie = b.cast(b.reduce("ReduceMax", b.cast(ties, ir.DataType.INT32), None, keepdims=False), BOOL)
+    k0 = b.reshape(k, [])
+    slow = branch(b, f"{name}/heap", [(I64, 1)], lambda bb: [_heap_order(bb, name, keys, k0, tiebreak)])
+    fast = branch(b, f"{name}/topk", [(I64, 1)], lambda bb: [order])
+    return b.op("If", [any_tie], {"then_branch": slow, "else_branch": fast})

@@ -176,3 +176,50 @@ SINGLE_CASES = [
 @pytest.mark.parametrize("case", params(SINGLE_CASES))
 def test_generate_proposals_single_image(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def _detection(name: str, rois: int, classes: int, score_threshold: float = 0.05, nms: float = 0.5, post: int = 10,
+               max_det: int = 20, weights: tuple = (10.0, 10.0, 5.0, 5.0), levels: int = 0, spread: float = 1.0,
+               flip: int = 0, dynamic: bool = False, same_across_classes: bool = False) -> Case:
+    xy = RNG.random((rois, 2)) * 60
+    boxes = np.concatenate([xy, xy + RNG.random((rois, 2)) * 30 + 2], 1).astype(F)
+    if flip:  # some ROIs with a side <= 0
+        boxes[:flip, 2] = boxes[:flip, 0] - 1
+    scores = RNG.random((rois, classes)).astype(F)
+    if levels:
+        scores = (np.floor(scores * levels) / levels).astype(F)
+    if same_across_classes:  # equal (score, ROI) pairs in several classes
+        scores[:] = scores[:, :1]
+    data = [boxes, (RNG.standard_normal((rois, 4 * classes)) * spread).astype(F), scores,
+            np.array([[80, 90, 1]], F)]
+    shapes = [(tuple(-1 for _ in d.shape) if dynamic and i < 3 else d.shape, F) for i, d in enumerate(data)]
+    attrs = {"score_threshold": score_threshold, "nms_threshold": nms, "max_delta_log_wh": float(np.log(1000 / 16)),
+             "num_classes": classes, "post_nms_count": post, "max_detections_per_image": max_det,
+             "class_agnostic_box_regression": False, "deltas_weights": list(weights)}
+
+    def build(r, d, s, i):
+        return _op("ExperimentalDetectronDetectionOutput", r, d, s, i, **attrs).outputs()
+
+    return Case(name, build, shapes, values=data)
+
+
+DETECTION_CASES = [
+    _detection("detection-basic", 30, 4),
+    _detection("detection-fewer-than-max", 8, 3, max_det=50),
+    _detection("detection-cut-to-max", 40, 5, max_det=7, post=20),
+    _detection("detection-flipped-rois", 20, 3, flip=5, score_threshold=-1.0, max_det=40),
+    _detection("detection-nms-tight", 30, 3, nms=0.1, max_det=40),
+    _detection("detection-nms-none", 15, 3, nms=1.0, post=100, max_det=100),
+    _detection("detection-big-deltas", 20, 3, spread=5.0, weights=(1.0, 1.0, 1.0, 1.0)),
+    _detection("detection-ties-within-class", 30, 4, levels=4, max_det=60, post=30),
+    _detection("detection-ties-cut", 40, 4, levels=3, max_det=9, post=40, nms=0.7),
+    _detection("detection-ties-across-classes", 30, 5, max_det=13, post=30, same_across_classes=True),
+    _detection("detection-ties-everywhere", 40, 5, max_det=21, post=40, levels=2, nms=0.9,
+               same_across_classes=True),
+    _detection("detection-dynamic", 25, 4, dynamic=True),
+]
+
+
+@pytest.mark.parametrize("case", params(DETECTION_CASES))
+def test_detection_output(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
