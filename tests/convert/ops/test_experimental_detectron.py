@@ -65,8 +65,18 @@ def test_prior_grid_generator(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
 
 
-def _topk(name: str, n: int, max_rois: int, levels: int = 0, dynamic: bool = False) -> Case:
-    probs = RNG.random(n).astype(F)
+# McIlroy's adversary against libstdc++'s introsort (descending), with some values repeated: std::sort hits its depth
+# limit and heap-sorts a segment holding equal probabilities, whose order then differs from both a stable sort and
+# an introsort without the limit
+INTROSORT_KILLER = np.array([10, 47, 12, 45, -1, 43, 9, 41, 5, 39, 11, 37, 16, 35, 13, 33, 7, 29, 28, 29, 2, 4, 11, 8,
+                             48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 14, 17, 16, -1, 18, 21, 20, 23, 22, 25, 24, 8, 7,
+                             15], F) / 64
+
+
+def _topk(name: str, n: int, max_rois: int, levels: int = 0, dynamic: bool = False,
+          probs: np.ndarray | None = None) -> Case:
+    if probs is None:
+        probs = RNG.random(n).astype(F)
     if levels:
         probs = (np.floor(probs * levels) / levels).astype(F)
     data = [(RNG.random((n, 4)) * 50).astype(F), probs]
@@ -90,6 +100,8 @@ TOPK_CASES = [
     _topk("topk-ties-many", 300, 200, levels=7),
     _topk("topk-ties-two-values", 257, 257, levels=2),
     _topk("topk-all-equal", 64, 30, levels=1),
+    _topk("topk-introsort-depth-limit", 48, 48, probs=INTROSORT_KILLER),
+    _topk("topk-introsort-depth-limit-top", 48, 20, probs=INTROSORT_KILLER),
 ]
 
 
