@@ -272,8 +272,10 @@ def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
     """GenerateProposals-9 as the CPU plugin computes it: anchors [H, W, A, 4] moved by the deltas (log sizes capped
     at log(1000 / 16)), clipped to each image's im_info, the pre_nms_count best by score in std::partial_sort's
     order, boxes under min_size * scale never kept nor suppressing, greedy NMS (IoU > nms_threshold) up to
-    post_nms_count per image, the kept rows of all images concatenated. nms_eta is not used by the plugin."""
+    post_nms_count per image, the kept rows of all images concatenated. OpenVINO accepts only nms_eta = 1."""
     b = ctx.b
+    if ctx.attr_float("nms_eta", 1.0) != 1.0:
+        raise ctx.error("nms_eta must be 1 (OpenVINO's GenerateProposals-9 implements no adaptive NMS threshold)")
     offset = 0.0 if ctx.attr_bool("normalized", True) else 1.0
     pre_n, post_n = ctx.attr_int("pre_nms_count"), ctx.attr_int("post_nms_count")
     info, anchors, deltas, scores = (b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32"

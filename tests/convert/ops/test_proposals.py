@@ -13,7 +13,10 @@ import openvino.opset4 as ops4
 import openvino.opset9 as ops9
 import pytest
 
+import ir2onnx
+from ir2onnx.errors import LayerConversionError
 from tests.convert.ops.cases import Case, params, run_case
+from tests.utils import save_ir
 
 F = np.float32
 RNG = np.random.default_rng(5)
@@ -43,7 +46,7 @@ def _data(n: int, a: int, h: int, w: int, info: list[float], spread: float = 0.3
 def _openvino_padded_zero(attrs: dict, values: list) -> list[np.ndarray]:
     """OpenVINO's Proposal-4 outputs, the scores after each image's kept rows set to 0: the CPU plugin writes the
     padding rows of the boxes but leaves those of the scores unwritten (whatever the memory held)."""
-    ps = [ops1.parameter(list(v.shape), F) for v in values]
+    ps = [ops1.parameter(list(v.shape), v.dtype) for v in values]
     model = ov.Model(ops4.proposal(*ps, attrs).outputs(), ps)
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     res = compiled(values)
@@ -56,9 +59,10 @@ def _openvino_padded_zero(attrs: dict, values: list) -> list[np.ndarray]:
     return [rois, probs]
 
 
-def _case(name: str, version: int, attrs: dict, data: list, dynamic: bool = False) -> Case:
+def _case(name: str, version: int, attrs: dict, data: list, dynamic: bool = False, dtype: type = F) -> Case:
     mod = ops4 if version == 4 else ops1
-    shapes = [((-1, d.shape[1], -1, -1) if dynamic and d.ndim == 4 else d.shape, F) for d in data]
+    data = [d.astype(dtype) for d in data]
+    shapes = [((-1, d.shape[1], -1, -1) if dynamic and d.ndim == 4 else d.shape, dtype) for d in data]
     expected = (lambda *vals: _openvino_padded_zero(attrs, list(vals))) if version == 4 else None
     return Case(name, lambda s, d, i: mod.proposal(s, d, i, attrs), shapes, values=data, expected=expected)
 
@@ -101,6 +105,7 @@ for v in (1, 4):
         _case(f"v{v}-ties-post1", v, _attrs(pre_nms_topn=3, post_nms_topn=1), _data(1, 6, 3, 3, [48, 48, 1], levels=2)),
         _case(f"v{v}-ties-tensorflow", v, _attrs(framework="tensorflow", pre_nms_topn=33, min_size=30),
               _data(2, 6, 4, 4, [64, 64, 1], spread=0.6, levels=5)),
+        _case(f"v{v}-f16", v, _attrs(), _data(1, 6, 4, 4, [64, 64, 1]), dtype=np.float16),
         _case(f"v{v}-big-pre", v, _attrs(pre_nms_topn=6000, post_nms_topn=100), _data(1, 6, 8, 9, [128, 144, 1])),
     ]
 
@@ -124,8 +129,9 @@ def _gp_data(n: int, a: int, h: int, w: int, info: list[list[float]], spread: fl
 
 
 def _gp_case(name: str, data: list, min_size: float, nms: float, pre: int, post: int, normalized: bool = True,
-             roi_num_type: str = "i64", dynamic: bool = False) -> Case:
-    shapes = [(tuple(-1 for _ in d.shape) if dynamic else d.shape, F) for d in data]
+             roi_num_type: str = "i64", dynamic: bool = False, dtype: type = F) -> Case:
+    data = [d.astype(dtype) for d in data]
+    shapes = [(tuple(-1 for _ in d.shape) if dynamic else d.shape, dtype) for d in data]
     return Case(name, lambda i, an, d, s: ops9.generate_proposals(i, an, d, s, min_size, nms, pre, post, normalized,
                                                                  roi_num_type=roi_num_type), shapes, values=data)
 
@@ -145,9 +151,18 @@ GP_CASES = [
              normalized=False),
     _gp_case("gp-dynamic", _gp_data(2, 3, 5, 3, [[64, 64, 1], [50, 60, 1]]), 2.0, 0.7, 25, 10, dynamic=True),
     _gp_case("gp-nms-loose", _gp_data(1, 3, 4, 4, [[64, 64, 1]]), 1.0, 0.05, 48, 48),
+    _gp_case("gp-f16", _gp_data(2, 3, 4, 4, [[64, 64, 1], [60, 50, 1]]), 2.0, 0.6, 30, 20, dtype=np.float16),
 ]
 
 
 @pytest.mark.parametrize("case", params(GP_CASES))
 def test_generate_proposals(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def test_proposal_unknown_framework(tmp_path: Path) -> None:
+    data = _data(1, 6, 3, 3, [48, 48, 1])
+    ps = [ops1.parameter(list(d.shape), F) for d in data]
+    model = ov.Model(ops4.proposal(*ps, _attrs(framework="mxnet")).outputs(), ps)
+    with pytest.raises(LayerConversionError, match="framework 'mxnet'"):
+        ir2onnx.convert(save_ir(model, tmp_path))
