@@ -235,3 +235,19 @@ DETECTION_CASES = [
 @pytest.mark.parametrize("case", params(DETECTION_CASES))
 def test_detection_output(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+def _as_f16(case: Case) -> Case:
+    """The case with f16 inputs (and so f16 outputs); the plugin computes in f32 and converts."""
+    values = [v.astype(np.float16) for v in case.values]
+    shapes = [(shape, np.float16) for shape, _ in case.inputs]
+    return Case(f"{case.name}-f16", case.build, shapes, values=values)
+
+
+F16_CASES = [_as_f16(c) for c in (GRID_CASES[0], TOPK_CASES[0], EXTRACTOR_CASES[0], SINGLE_CASES[0],
+                                  DETECTION_CASES[0])]
+
+
+@pytest.mark.parametrize("case", params(F16_CASES))
+def test_f16(case: Case, tmp_path: Path) -> None:
+    run_case(case, tmp_path)
