@@ -6,8 +6,8 @@ index order; OpenVINO's detection ops (Proposal, ...) take their boxes in that o
 boxes are kept and how they are listed. `partial_sort_order` emits ONNX that reproduces it exactly: TopK when the
 k + 1 best scores are all distinct (the order is then unique), otherwise, under an If, libstdc++'s algorithm step by
 step: make_heap on the first k, each later element replacing the heap's top when better (pop_heap), then sort_heap,
-each heap adjustment a sift-down then push-up Loop over a heap of indices. `sort_order` does the same for
-std::sort's introsort (see there).
+each heap adjustment a sift-down then push-up Loop over a heap of indices. `partial_sort_pairs` does it for a
+comparator with a tie-break, `sort_order` for std::sort's introsort (see there).
 """
 
 from __future__ import annotations
