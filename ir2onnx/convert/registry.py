@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Union
 
@@ -23,6 +24,7 @@ _MIN_ONNX_OPSET: dict[Converter, int] = {}
 BASE_ONNX_OPSET = 17
 _DISPLAY: dict[str, str] = {}  # type (lower case) -> OpenVINO's spelling
 _ONNX_FORM: dict[Converter, str] = {}  # converter -> a short description of what it emits (docs)
+_MODULES: dict[str, set[str]] = {}  # type (lower case) -> the modules that register its converters
 _NOT_CONVERTIBLE: dict[str, str] = {}  # type (lower case) -> why no exact ONNX form exists
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
 _EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
@@ -47,6 +49,7 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
     ir2onnx targets); `onnx` describes its ONNX form for the docs when the ops it calls do not say it."""
     types = [op_types] if isinstance(op_types, str) else list(op_types)
     nums = [_opset_number(v) for v in versions] or [1]
+    module = sys._getframe(1).f_globals.get("__name__", "")  # the module that registers (not where fn is defined)
 
     def deco(fn: Converter) -> Converter:
         _MIN_ONNX_OPSET[fn] = onnx_opset
@@ -54,6 +57,7 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
             _ONNX_FORM[fn] = onnx
         for t in types:
             _DISPLAY.setdefault(_ALIASES.get(t.lower(), t.lower()), t)
+            _MODULES.setdefault(_ALIASES.get(t.lower(), t.lower()), set()).add(module)
             slot = _REGISTRY.setdefault(_ALIASES.get(t.lower(), t.lower()), {})
             for n in nums:
                 if n in slot and slot[n] is not fn:
@@ -148,6 +152,12 @@ def registered_converters() -> dict[str, dict[int, Converter]]:
     """type (lower case) -> {IR opset of the version: converter}."""
     _load_all()
     return {k: dict(sorted(v.items())) for k, v in sorted(_REGISTRY.items())}
+
+
+def registering_modules() -> dict[str, list[str]]:
+    """type (lower case) -> the modules whose import registers its converters (what must be imported to use it)."""
+    _load_all()
+    return {k: sorted(v) for k, v in sorted(_MODULES.items())}
 
 
 def not_convertible_types() -> dict[str, str]:
