@@ -25,6 +25,7 @@ FAMILIES_BY_TYPE: dict[str, tuple[str, ...]] = {
     'bucketize': ('search',),
     'ceiling': ('elementwise',),
     'clamp': ('activations',),
+    'col2im': ('col2im',),
     'concat': ('shape',),
     'convert': ('shape',),
     'convertlike': ('shape',),
