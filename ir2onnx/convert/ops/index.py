@@ -193,4 +193,5 @@ FAMILIES_BY_TYPE: dict[str, tuple[str, ...]] = {
     'unique': ('search',),
     'unsqueeze': ('shape',),
     'variadicsplit': ('shape',),
+    'xor': ('elementwise',),
 }
