@@ -24,9 +24,9 @@ class _Deferred(ModuleType):
 def defer_import(name: str) -> ModuleType:
     """Make `import name` cost nothing until an attribute of the module is read (then it is imported for real).
 
-    `ir2onnx ops` imports every converter module to fill the registry; converters use onnx-ir only when they run,
-    so deferring it keeps the command from loading the graph library (and onnx, sympy) at all. (importlib's
-    LazyLoader does not help here: an `import` statement reads the module's `__spec__`, which loads it.)
+    A conversion imports onnx-ir, which imports sympy for symbolic dimensions it never needs here: deferring such
+    modules keeps the start-up short. (importlib's LazyLoader does not help here: an `import` statement reads the
+    module's `__spec__`, which loads it.)
     """
     if name in sys.modules:
         return sys.modules[name]

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import functools
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -166,12 +167,9 @@ def info(a: argparse.Namespace) -> int:
 
 def ops(a: argparse.Namespace) -> int:
     """The supported IR op types and the opsets of their versions."""
-    from ir2onnx._lazy import defer_import
+    from ir2onnx.convert.ops.index import VERSIONS  # generated from the registry: no converter is imported
 
-    defer_import("onnx_ir")  # the converters are only registered here, never run
-    from ir2onnx.convert.registry import registered
-
-    for name, versions in registered().items():
+    for name, versions in sorted(VERSIONS.items(), key=lambda kv: kv[0].lower()):
         _say(f"{name}: " + ", ".join(f"opset{v}" for v in versions))
     return EXIT_OK
 
@@ -242,7 +240,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """The console entry point: runs the command and exits with its code."""
-    sys.exit(run(argv))
+    try:
+        code = run(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`ir2onnx ops | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        code = EXIT_OK
+    sys.exit(code)
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -113,7 +113,7 @@ def test_info_shows_loop_structure() -> None:
 def test_ops_lists_control_flow() -> None:
     r = run("ops")
     assert r.returncode == 0
-    assert "tensoriterator: opset1" in r.stdout and "loop: opset5" in r.stdout
+    assert "TensorIterator: opset1" in r.stdout and "Loop: opset5" in r.stdout
 
 
 def test_check_mismatch_exits_1(tmp_path: Path) -> None:
