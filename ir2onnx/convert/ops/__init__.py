@@ -15,6 +15,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     math,
     movement,
     nms,
+    nms_multiclass,
     nn,
     normalization,
     not_convertible,
