@@ -15,6 +15,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     math,
     movement,
     nms,
+    nms_matrix,
     nms_multiclass,
     nn,
     normalization,

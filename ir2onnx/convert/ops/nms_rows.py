@@ -5,8 +5,8 @@ Rows (batch, class, box, score) are first sorted by batch, score (descending), c
 the first rows of each batch; then sort_result_type / sort_result_across_batch order them:
 * across batches, "score": score (descending), batch, class, box;
 * across batches, "classid": class, batch, score (descending), box;
-* within batches, "classid": batch, class, score (descending), box;
-* otherwise ("score" within batches, or "none"): the first order.
+* within batches, "classid": batch, class, score (descending), box (MulticlassNms only);
+* otherwise ("score" within batches, "none", and "classid" within batches for MatrixNms): the first order.
 Outputs: selected_outputs [K, 6] (class, score, the box's four coordinates as given), selected_indices [K, 1] (shared
 boxes: batch * num_boxes + box; per-class boxes: (first box of the batch + box) * num_classes + class), and
 selected_num [batches] (rows of each batch).
@@ -80,8 +80,10 @@ def _per_batch_counts(b: GraphBuilder, batch: ir.Value, n_batches: ir.Value) -> 
 
 
 def emit_outputs(ctx: LayerContext, inp: NmsInputs, batch: ir.Value, cls: ir.Value, box: ir.Value,
-                 score: ir.Value) -> list[ir.Value]:
-    """Selected rows (1-D int64 batch/class/box, f32 score, in batch, class order) -> the three outputs."""
+                 score: ir.Value, classid_within_batch: bool = True) -> list[ir.Value]:
+    """Selected rows (1-D int64 batch/class/box, f32 score, in batch, class order) -> the three outputs.
+    `classid_within_batch`: "classid" without sort_result_across_batch sorts by class in each batch (MulticlassNms;
+    MatrixNms keeps the first order)."""
     b = ctx.b
     n_batches = b.shape_of(inp.scores, 0, 1)
     cols = [batch, cls, box, score]
@@ -103,12 +105,12 @@ def emit_outputs(ctx: LayerContext, inp: NmsInputs, batch: ir.Value, cls: ir.Val
     if sort_type == "score" and across:
         for j, desc in ((2, False), (1, False), (0, False), (3, True)):
             cols = stable_sort(b, cols, cols[j], desc)
-    elif sort_type == "classid":
+    elif sort_type == "classid" and (across or classid_within_batch):
         order = ((2, False), (3, True), (0, False), (1, False)) if across else \
             ((2, False), (3, True), (1, False), (0, False))
         for j, desc in order:
             cols = stable_sort(b, cols, cols[j], desc)
-    elif sort_type not in ("score", "none"):
+    elif sort_type not in ("score", "none", "classid"):
         raise ctx.error(f"unknown sort_result_type '{sort_type}'")
     batch, cls, box, score = cols
     if inp.shared:
