@@ -17,6 +17,7 @@ from ir2onnx.convert.ops import (  # noqa: F401
     nms,
     nms_matrix,
     nms_multiclass,
+    nms_rotated,
     nn,
     normalization,
     not_convertible,
