@@ -169,7 +169,6 @@ def ops(a: argparse.Namespace) -> int:
     from ir2onnx._lazy import defer_import
 
     defer_import("onnx_ir")  # the converters are only registered here, never run
-    import ir2onnx.convert.ops  # noqa: F401
     from ir2onnx.convert.registry import registered
 
     for name, versions in registered().items():

@@ -17,11 +17,12 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+
+from harness import close, first_line, judge, print_failures, run_workers, write_json
 
 RTOL, ATOL = 1e-4, 1e-5  # f32 round trip through two runtimes; integers and booleans compare exactly
 
@@ -41,26 +42,11 @@ def _cases(pattern: str | None, every: int = 1) -> list:
     return sorted(cases, key=lambda c: c.name)[::every]
 
 
-def _close(got, want, rtol: float, atol: float) -> bool:
-    import numpy as np
-
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
-        return False
-    if want.dtype.kind in "biuUSO":
-        return bool(np.array_equal(got, want))
-    return bool(np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True))
-
-
 def run_case(case, work: Path) -> dict:
     """One case: 'ov_wrong' / 'ov_error' (left out), 'pass', 'refused', 'invalid', 'mismatch'."""
     import numpy as np
     import onnx
     import openvino as ov
-
-    import ir2onnx
-    from ir2onnx.check.onnxruntime_run import run_onnxruntime
-    from ir2onnx.errors import ConversionError
 
     rec: dict = {"case": case.name, "ops": sorted({n.op_type for n in case.model.graph.node})}
     inputs, expected = case.data_sets[0]
@@ -76,40 +62,13 @@ def run_case(case, work: Path) -> dict:
         res = compiled(feed)
         ov_out = [np.asarray(res[o]) for o in compiled.outputs]
     except Exception as e:  # noqa: BLE001
-        rec.update(status="ov_error", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+        rec.update(status="ov_error", reason=first_line(e, 200))
         return rec
     rtol, atol = max(case.rtol, 1e-5), max(case.atol, 1e-6)
-    if len(ov_out) != len(expected) or not all(_close(g, w, rtol, atol) for g, w in zip(ov_out, expected)):
+    if len(ov_out) != len(expected) or not all(close(g, w, rtol, atol) for g, w in zip(ov_out, expected)):
         rec.update(status="ov_wrong")
         return rec
-    try:
-        proto = ir2onnx.convert(str(xml))
-    except ConversionError as e:
-        rec.update(status="refused", reason=str(e).splitlines()[0][:300])
-        return rec
-    except Exception as e:  # noqa: BLE001
-        rec.update(status="crash", reason=f"{type(e).__name__}: {e}"[:300])
-        return rec
-    try:
-        onnx.checker.check_model(proto, full_check=True)
-        names = [i.name for i in proto.graph.input]
-        got = run_onnxruntime(proto, dict(zip(names, feed)))
-    except Exception as e:  # noqa: BLE001
-        rec.update(status="invalid", reason=f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}")
-        return rec
-    bad = []
-    for i, (g, w) in enumerate(zip(got, ov_out)):
-        if g.dtype != w.dtype:
-            bad.append(f"output {i}: dtype {g.dtype} != {w.dtype}")
-        elif not _close(g, w, RTOL, ATOL):
-            if g.shape != w.shape:
-                bad.append(f"output {i}: shape {g.shape} != {w.shape}")
-            else:
-                err = np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))) if g.size else 0
-                bad.append(f"output {i}: max abs error {err:.3g}")
-    if len(got) != len(ov_out):
-        bad.append(f"{len(got)} outputs != {len(ov_out)}")
-    rec.update(status="mismatch" if bad else "pass", reason="; ".join(bad))
+    rec.update(judge(xml, feed, ov_out, lambda i, want: (RTOL, ATOL)))
     return rec
 
 
@@ -135,49 +94,18 @@ def main() -> int:
         _worker(args.filter, args.every, *args.worker)
         return 0
     names = [c.name for c in _cases(args.filter, args.every)]
-    chunks = [(i, min(i + 40, len(names))) for i in range(0, len(names), 40)]
-    records: dict[str, dict] = {}
-    pending = list(chunks)
-    running: list[tuple[subprocess.Popen, int, int]] = []
-    base = [sys.executable, __file__, "--every", str(args.every)] + (["--filter", args.filter] if args.filter else [])
-    while pending or running:
-        while pending and len(running) < args.jobs:
-            s, e = pending.pop(0)
-            p = subprocess.Popen(base + ["--worker", str(s), str(e)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                 text=True)
-            running.append((p, s, e))
-        p, s, e = running.pop(0)
-        out, _ = p.communicate()
-        done = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        for r in done:
-            records[r["case"]] = r
-        if p.returncode != 0 and s + len(done) < e:  # the case after the last record crashed its worker
-            crashed = names[s + len(done)]
-            records[crashed] = {"case": crashed, "status": "crash", "reason": f"worker died ({p.returncode})", "ops": []}
-            if s + len(done) + 1 < e:
-                pending.insert(0, (s + len(done) + 1, e))
-    recs = [records[n] for n in names if n in records]
+    recs = run_workers(__file__, ["--every", str(args.every)] + (["--filter", args.filter] if args.filter else []),
+                       names, args.jobs)
     counts = Counter(r["status"] for r in recs)
     judged = [r for r in recs if r["status"] not in ("ov_wrong", "ov_error")]
-    for status in ("refused", "invalid", "mismatch", "crash"):
-        rows = [r for r in judged if r["status"] == status]
-        if rows:
-            print(f"\n== {status} ({len(rows)})")
-            for r in rows:
-                print(f"  {r['case']}: {r.get('reason', '')}")
-    if args.verbose:
-        print("\n== pass")
-        for r in judged:
-            if r["status"] == "pass":
-                print(f"  {r['case']}")
+    print_failures(judged, args.verbose)
     passed = counts["pass"]
     print(f"\ncases: {len(recs)}; left out (OpenVINO wrong {counts['ov_wrong']}, OpenVINO error {counts['ov_error']}); "
           f"judged {len(judged)}: pass {passed}, refused {counts['refused']}, invalid {counts['invalid']}, "
           f"mismatch {counts['mismatch']}, crash {counts['crash']}")
     rate = 100.0 * passed / len(judged) if judged else 0.0
     print(f"round-trip pass rate: {rate:.1f}%")
-    if args.json:
-        Path(args.json).write_text(json.dumps(recs, indent=1))
+    write_json(args.json, recs)
     return 0 if rate >= 95.0 else 1
 
 

@@ -42,6 +42,16 @@ def refresh(model: ir.Model) -> None:
     model.metadata_props[METADATA_KEY] = json.dumps(entries, separators=(",", ":"))
 
 
+def substitute(model: ir.Model, replaced: dict[ir.Value, ir.Value]) -> None:
+    """A pass replaced values by others computing the same: the map follows them."""
+    values = model.meta.get(_META)
+    if not isinstance(values, dict) or not replaced:
+        return
+    for k, v in values.items():
+        values[k] = replaced.get(v, v)
+    refresh(model)
+
+
 def read(metadata: dict[str, str]) -> dict[str, str]:
     """`PATH:PORT` -> ONNX value name, from a model's metadata_props (empty when absent or unreadable)."""
     raw = metadata.get(METADATA_KEY)

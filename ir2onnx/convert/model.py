@@ -14,16 +14,16 @@ import onnx
 import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
-import ir2onnx.convert.ops  # noqa: F401  (registers every converter)
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
-from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
+from ir2onnx.passes.ort_types import OrtTypesPass
 
 MIN_OPSET = 17
 
@@ -100,6 +100,9 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         reason = (f"opset {target}: the lowest that expresses every layer" +
                   (f" ({top[0].where} needs it: {top[0].why}" + (f"; +{len(top) - 1} more" if len(top) > 1 else "")
                    + ")" if top else ""))
+    ort_types = OrtTypesPass()
+    ort_types(out)
+    layer_map.substitute(out, ort_types.replaced)
     out.meta["ir2onnx.opset_reason"] = reason
     log.info("ONNX %s", reason)
     return out
@@ -200,6 +203,8 @@ def _ir_version(opset: int) -> int:
 def _infer_output_shapes(model: ir.Model) -> None:
     """Run ONNX shape inference (weights set aside) so outputs and bodies carry derived, not stale, shapes."""
     try:
-        ShapeInferencePass(strict_mode=False)(model)
+        # types are not checked: a node whose type its schema lacks still gets its outputs typed, and the
+        # onnxruntime pass then computes it in a type that runs
+        ShapeInferencePass(check_type=False, strict_mode=False)(model)
     except Exception:  # noqa: BLE001  inference is best effort: the model is valid without derived shapes
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Union
 
@@ -23,6 +24,7 @@ _MIN_ONNX_OPSET: dict[Converter, int] = {}
 BASE_ONNX_OPSET = 17
 _DISPLAY: dict[str, str] = {}  # type (lower case) -> OpenVINO's spelling
 _ONNX_FORM: dict[Converter, str] = {}  # converter -> a short description of what it emits (docs)
+_MODULES: dict[str, set[str]] = {}  # type (lower case) -> the modules that register its converters
 _NOT_CONVERTIBLE: dict[str, str] = {}  # type (lower case) -> why no exact ONNX form exists
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
 _EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
@@ -47,6 +49,7 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
     ir2onnx targets); `onnx` describes its ONNX form for the docs when the ops it calls do not say it."""
     types = [op_types] if isinstance(op_types, str) else list(op_types)
     nums = [_opset_number(v) for v in versions] or [1]
+    module = sys._getframe(1).f_globals.get("__name__", "")  # the module that registers (not where fn is defined)
 
     def deco(fn: Converter) -> Converter:
         _MIN_ONNX_OPSET[fn] = onnx_opset
@@ -54,6 +57,7 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
             _ONNX_FORM[fn] = onnx
         for t in types:
             _DISPLAY.setdefault(_ALIASES.get(t.lower(), t.lower()), t)
+            _MODULES.setdefault(_ALIASES.get(t.lower(), t.lower()), set()).add(module)
             slot = _REGISTRY.setdefault(_ALIASES.get(t.lower(), t.lower()), {})
             for n in nums:
                 if n in slot and slot[n] is not fn:
@@ -64,9 +68,28 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
     return deco
 
 
+_LOADED: set[str] = set()  # types whose converter families have been imported
+
+
+def _load(key: str) -> None:
+    """Import the converter families that define `key` (the ops package imports them on demand)."""
+    if key not in _LOADED:
+        _LOADED.add(key)
+        from ir2onnx.convert import ops
+
+        ops.load([key])
+
+
+def _load_all() -> None:
+    from ir2onnx.convert import ops
+
+    ops.load_all()
+
+
 def lookup(op_type: str, version: str) -> Converter | None:
     """The converter OpenVINO's reader would pick: the newest op version at or below the layer's opset."""
     key = _ALIASES.get(op_type.lower(), op_type.lower())
+    _load(key)
     slot = _REGISTRY.get(key)
     if not slot:
         return None
@@ -112,7 +135,9 @@ def not_convertible(op_type: str, reason: str) -> None:
 
 
 def refusal_reason(op_type: str) -> str | None:
-    return _NOT_CONVERTIBLE.get(_ALIASES.get(op_type.lower(), op_type.lower()))
+    key = _ALIASES.get(op_type.lower(), op_type.lower())
+    _load(key)
+    return _NOT_CONVERTIBLE.get(key)
 
 
 def display_name(key: str) -> str:
@@ -125,10 +150,18 @@ def onnx_form(fn: Converter) -> str | None:
 
 def registered_converters() -> dict[str, dict[int, Converter]]:
     """type (lower case) -> {IR opset of the version: converter}."""
+    _load_all()
     return {k: dict(sorted(v.items())) for k, v in sorted(_REGISTRY.items())}
 
 
+def registering_modules() -> dict[str, list[str]]:
+    """type (lower case) -> the modules whose import registers its converters (what must be imported to use it)."""
+    _load_all()
+    return {k: sorted(v) for k, v in sorted(_MODULES.items())}
+
+
 def not_convertible_types() -> dict[str, str]:
+    _load_all()
     return dict(sorted(_NOT_CONVERTIBLE.items()))
 
 
@@ -139,9 +172,11 @@ def min_onnx_opset(fn: Converter) -> int:
 
 def registered() -> dict[str, list[int]]:
     """Supported types and the opsets of their registered versions (for docs and `info`)."""
+    _load_all()
     return {k: sorted(v) for k, v in sorted(_REGISTRY.items())}
 
 
 def registered_onnx_opsets() -> dict[str, dict[int, int]]:
     """type -> {IR opset of the version: lowest ONNX opset its converter emits}."""
+    _load_all()
     return {k: {n: min_onnx_opset(fn) for n, fn in sorted(v.items())} for k, v in sorted(_REGISTRY.items())}

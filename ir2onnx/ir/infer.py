@@ -143,6 +143,7 @@ _RULES: dict[str, Callable[[Layer, Types], Types]] = {
     "tensoriterator": lambda layer, ins: _body_result_types(layer, layer.body) if layer.body else [],
     "loop": lambda layer, ins: _body_result_types(layer, layer.body) if layer.body else [],
     "if": lambda layer, ins: _body_result_types(layer, layer.branches[0]) if layer.branches else [],
+    "eye": lambda layer, ins: [_attr_type(layer, "output_type", "")],
 }
 
 

@@ -35,9 +35,10 @@ BREAKAGES = [
     ("arity", "Reshape", lambda ctx: ctx.b.op("Tanh", [ctx.inputs[0], ctx.inputs[0]]), "fails the ONNX checker"),
     # a type error found by strict inference (Add of float and int64)
     ("types", "Multiply", lambda ctx: ctx.b.op("Add", [ctx.inputs[0], ctx.b.i64(1)]), "fails the ONNX checker"),
-    # a node onnxruntime has no kernel for, found only by loading it (Relu on int16)
-    ("kernel", "Reshape", lambda ctx: ctx.b.reshape(ctx.b.cast(ctx.b.op("Relu", [ctx.b.cast(ctx.inputs[0], ir.DataType.INT16)]),
-                                                               ir.DataType.FLOAT), ctx.inputs[1]), "onnxruntime"),
+    # a node onnxruntime has no kernel for and no exact wider form, found only by loading it (ReduceMean of uint64)
+    ("kernel", "Reshape", lambda ctx: ctx.b.reshape(ctx.b.cast(ctx.b.op("Expand", [ctx.b.reduce(
+        "ReduceMean", ctx.b.cast(ctx.inputs[0], ir.DataType.UINT64), [0], True), ctx.b.shape_of(ctx.inputs[0])]),
+        ir.DataType.FLOAT), ctx.inputs[1]), "onnxruntime"),
 ]
 
 

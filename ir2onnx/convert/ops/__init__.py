@@ -1,41 +1,33 @@
-"""Op converters, one module per family; importing this package registers them all."""
+"""Op converters, one module per family, imported on demand.
 
-from ir2onnx.convert.ops import (  # noqa: F401
-    activations,
-    attention,
-    bitwise,
-    conv,
-    ctc,
-    detection,
-    elementwise,
-    embedding,
-    gather,
-    layout,
-    linalg,
-    math,
-    movement,
-    nms,
-    nms_matrix,
-    nms_multiclass,
-    nms_rotated,
-    nn,
-    normalization,
-    not_convertible,
-    pooling,
-    priors,
-    quantization,
-    reduce,
-    resize,
-    rnn,
-    roi,
-    roi_pooling,
-    sampling,
-    scatter,
-    search,
-    sequence,
-    shape,
-    signal,
-    strided_slice,
-    yolo,
-)
-from ir2onnx.convert.ops.control_flow import if_, loop, tensor_iterator  # noqa: F401
+Importing every family costs more than converting a typical model, so the translation imports only the families
+that define the model's layer types: `load(types)` looks them up in `index.py` (written by
+`python scripts/gen_operators.py` from the registry that importing every family builds; tests/test_docs.py checks
+it is current). `load_all()` imports every module of this package (the docs table, `ir2onnx ops`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable
+
+# Always imported: the op types that have no exact ONNX form and why (named in the unsupported-ops error).
+_ALWAYS = ("not_convertible",)
+
+
+def load(types: Iterable[str]) -> None:
+    """Import the families that convert these IR types (lower case); types no family converts are left alone."""
+    from ir2onnx.convert.ops.index import FAMILIES_BY_TYPE
+
+    wanted = set(_ALWAYS)
+    for t in types:
+        wanted.update(FAMILIES_BY_TYPE.get(t, ()))
+    for family in sorted(wanted):
+        importlib.import_module(f"{__name__}.{family}")
+
+
+def load_all() -> None:
+    """Import every module of this package (and so register every converter)."""
+    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
+        importlib.import_module(info.name)

@@ -6,7 +6,8 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.precision import to_output_type, wide_input
+from ir2onnx.convert.ops.elementwise import float_unary
+from ir2onnx.convert.ops.precision import float_function, in_f32, saturating, to_output_type, wide_input
 from ir2onnx.convert.registry import converter
 
 
@@ -17,8 +18,19 @@ def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-for _ir_type, _onnx_op in (("Sigmoid", "Sigmoid"), ("Tanh", "Tanh"), ("Relu", "Relu")):
-    converter(_ir_type, "opset1")(_unary(_onnx_op))
+for _ir_type, _onnx_op in (("Sigmoid", "Sigmoid"), ("Tanh", "Tanh")):
+    converter(_ir_type, "opset1")(float_unary(_onnx_op))
+
+
+@converter("Relu", "opset1")
+def relu(ctx: LayerContext) -> ir.Value:
+    """Integers: max(x, 0) (ONNX Relu takes floats and a few signed types); unsigned values are their own Relu."""
+    et = ctx.input_type(0)
+    if et.is_float:
+        return ctx.b.op("Relu", [ctx.inputs[0]])
+    if et.numpy.kind == "u":
+        return ctx.b.identity(ctx.inputs[0])
+    return ctx.b.op("Max", [ctx.inputs[0], ctx.b.const(0, et.numpy)])
 
 
 @converter("Clamp", "opset1")
@@ -42,12 +54,23 @@ def log_softmax(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_int("axis", 1)})
 
 
-for _ir_type, _onnx_op, _opset in (("HSwish", "HardSwish", "opset4"),
-                                   ("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
+for _ir_type, _onnx_op, _opset in (("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
     converter(_ir_type, _opset)(_unary(_onnx_op))
 
 
+@converter("HSwish", "opset4")
+def hswish(ctx: LayerContext) -> ir.Value:
+    """ONNX HardSwish; onnxruntime expands it into HardSigmoid, which it runs in f32 only: other float types are
+    computed in f32 (as OpenVINO's CPU plugin computes them)."""
+    et = ctx.input_type(0)
+    if et.name == "f64":
+        y = ctx.b.op("HardSwish", [ctx.b.cast(ctx.inputs[0], ir.DataType.FLOAT)])
+        return ctx.b.cast(y, ir.DataType.DOUBLE)
+    return float_function(ctx, ctx.inputs[0], et, lambda x: ctx.b.op("HardSwish", [x]))
+
+
 @converter("Mish", "opset4")
+@in_f32
 def mish(ctx: LayerContext) -> ir.Value:
     """x * tanh(softplus(x)) (ONNX Mish needs opset 18)."""
     x = ctx.inputs[0]
@@ -55,17 +78,20 @@ def mish(ctx: LayerContext) -> ir.Value:
 
 
 @converter("Elu", "opset1")
+@in_f32
 def elu(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("Elu", [ctx.inputs[0]], {"alpha": ctx.attr_float("alpha")})
 
 
 @converter("HSigmoid", "opset5")
+@in_f32
 def hsigmoid(ctx: LayerContext) -> ir.Value:
     """OpenVINO: min(max(x + 3, 0), 6) / 6, i.e. ONNX HardSigmoid with alpha 1/6, beta 0.5."""
     return ctx.b.op("HardSigmoid", [ctx.inputs[0]], {"alpha": 1.0 / 6.0, "beta": 0.5})
 
 
 @converter("Swish", "opset4")
+@in_f32
 def swish(ctx: LayerContext) -> ir.Value:
     """x * sigmoid(beta * x), beta = 1 when the input is absent."""
     x = ctx.inputs[0]
@@ -74,6 +100,7 @@ def swish(ctx: LayerContext) -> ir.Value:
 
 
 @converter("Gelu", "opset2", "opset7")
+@in_f32
 def gelu(ctx: LayerContext) -> ir.Value:
     """erf form 0.5 x (1 + erf(x / sqrt 2)); tanh form with the cubic term (opset7 approximation_mode=tanh)."""
     b, x = ctx.b, ctx.inputs[0]
@@ -139,10 +166,12 @@ def prelu(ctx: LayerContext) -> ir.Value:
 
 
 def _prelu(ctx: LayerContext, x: ir.Value, slope: ir.Value, rank: int, srank: int) -> ir.Value:
-    """ONNX PRelu needs a slope unidirectionally broadcastable to x; a slope of higher rank (OpenVINO broadcasts
-    both ways) takes the Where form."""
+    """ONNX PRelu needs a slope unidirectionally broadcastable to x and a float, int32 or int64 type; a slope of
+    higher rank (OpenVINO broadcasts both ways) or another type takes the Where form."""
     b = ctx.b
-    if srank <= rank:
+    if srank <= rank and ctx.input_type(0).name in ("f32", "f64", "f16", "i32", "i64"):
         return b.op("PRelu", [x, slope])
-    zero = b.const(0, ctx.input_type(0).numpy)
-    return b.op("Where", [b.op("Less", [x, zero]), b.op("Mul", [x, slope]), x])
+    et = ctx.input_type(0)
+    zero = b.const(0, et.numpy)
+    scaled = saturating(ctx, et, [x, slope], lambda xs: b.op("Mul", xs))
+    return b.op("Where", [b.op("Less", [x, zero]), scaled, x])

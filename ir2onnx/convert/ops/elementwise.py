@@ -6,6 +6,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import float_function, in_f32, saturating
 from ir2onnx.convert.registry import converter
 
 
@@ -34,36 +35,32 @@ def _binary(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Sub")):
-    converter(_ir_type, "opset1")(_binary(_onnx_op))
-
-
-# Element types onnxruntime has no kernel for, per ONNX op, and the type that computes the same values exactly.
-# Integer results are cast back, which keeps OpenVINO's wrap-around on overflow.
-_WIDER = {
-    "Max": {"i8": "INT32", "i16": "INT32", "u8": "UINT32", "u16": "UINT32"},
-    "Min": {"i8": "INT32", "i16": "INT32", "u8": "UINT32", "u16": "UINT32"},
-    "Pow": {"i8": "INT64", "i16": "INT64", "u8": "INT64", "u16": "INT64", "u32": "INT64", "u64": "INT64",
-            "f16": "FLOAT", "bf16": "FLOAT"},
-}
-
-
-def _binary_widened(onnx_op: str):  # type: ignore[no-untyped-def]
+def _saturating_binary(onnx_op: str):  # type: ignore[no-untyped-def]
     def convert(ctx: LayerContext) -> ir.Value:
         a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
-        et = ctx.input_type(0)
-        wide = _WIDER[onnx_op].get(et.name)
-        if wide is None:
-            return ctx.b.op(onnx_op, [a, b])
-        to = ir.DataType[wide]
-        y = ctx.b.op(onnx_op, [ctx.b.cast(a, to), ctx.b.cast(b, to)])
-        return ctx.b.cast(y, onnx_dtype(et))
+        return saturating(ctx, ctx.input_type(0), [a, b], lambda ab: ctx.b.op(onnx_op, ab))
 
     return convert
 
 
-for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min"), ("Power", "Pow")):
-    converter(_ir_type, "opset1")(_binary_widened(_onnx_op))
+for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Sub")):
+    converter(_ir_type, "opset1")(_saturating_binary(_onnx_op))
+
+
+@converter("Power", "opset1")
+def power(ctx: LayerContext) -> ir.Value:
+    """ONNX Pow takes floats, int32 and int64: 16-bit and unsigned integers are raised in int64 and wrapped back;
+    8-bit ones saturate (see precision.py)."""
+    a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
+    et = ctx.input_type(0)
+    if et.name in ("i16", "u16", "u32", "u64"):
+        y = ctx.b.op("Pow", [ctx.b.cast(a, ir.DataType.INT64), ctx.b.cast(b, ir.DataType.INT64)])
+        return ctx.b.cast(y, onnx_dtype(et))
+    return saturating(ctx, et, [a, b], lambda ab: ctx.b.op("Pow", ab))
+
+
+for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min")):
+    converter(_ir_type, "opset1")(_binary(_onnx_op))
 
 
 for _ir_type, _onnx_op in (
@@ -80,10 +77,15 @@ def not_equal(ctx: LayerContext) -> ir.Value:
 
 
 @converter("SquaredDifference", "opset1")
+@in_f32
 def squared_difference(ctx: LayerContext) -> ir.Value:
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
-    d = ctx.b.op("Sub", [a, b])
-    return ctx.b.op("Mul", [d, d])
+
+    def square(ab: list[ir.Value]) -> ir.Value:
+        d = ctx.b.op("Sub", ab)
+        return ctx.b.op("Mul", [d, d])
+
+    return saturating(ctx, ctx.input_type(0), [a, b], square)
 
 
 @converter("Divide", "opset1")
@@ -113,14 +115,39 @@ def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-for _ir_type, _onnx_op in (
-    ("Negative", "Neg"), ("Abs", "Abs"), ("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Floor", "Floor"),
-    ("Ceiling", "Ceil"), ("Sign", "Sign"), ("Erf", "Erf"), ("Sin", "Sin"), ("Cos", "Cos"),
-):
+for _ir_type, _onnx_op in (("Negative", "Neg"), ("Abs", "Abs"), ("Sign", "Sign")):
     converter(_ir_type, "opset1")(_unary(_onnx_op))
 
 
+def float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
+    """An ONNX op defined for floats only; integer inputs as OpenVINO computes them (see precision.py)."""
+
+    def convert(ctx: LayerContext) -> ir.Value:
+        return float_function(ctx, ctx.inputs[0], ctx.input_type(0), lambda x: ctx.b.op(onnx_op, [x]))
+
+    return convert
+
+
+def _integral_identity(onnx_op: str):  # type: ignore[no-untyped-def]
+    """Floor/Ceil: integers are their own floor and ceiling (ONNX defines the ops for floats only)."""
+
+    def convert(ctx: LayerContext) -> ir.Value:
+        if not ctx.input_type(0).is_float:
+            return ctx.b.identity(ctx.inputs[0])
+        return ctx.b.op(onnx_op, [ctx.inputs[0]])
+
+    return convert
+
+
+converter("Floor", "opset1")(_integral_identity("Floor"))
+converter("Ceiling", "opset1")(_integral_identity("Ceil"))
+for _ir_type, _onnx_op in (("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Erf", "Erf"), ("Sin", "Sin"),
+                           ("Cos", "Cos")):
+    converter(_ir_type, "opset1")(float_unary(_onnx_op))
+
+
 @converter("FloorMod", "opset1")
+@in_f32
 def floor_mod(ctx: LayerContext) -> ir.Value:
     """Result has the divisor's sign (ONNX Mod with fmod=0; floats need fmod=1 in ONNX, so emulate)."""
     a, b = broadcast_inputs(ctx, ctx.inputs[0], ctx.inputs[1])
@@ -137,6 +164,7 @@ def mod(ctx: LayerContext) -> ir.Value:
 
 
 @converter("Round", "opset5")
+@in_f32
 def round_(ctx: LayerContext) -> ir.Value:
     """half_to_even is ONNX Round; half_away_from_zero is sign(x) * floor(|x| + 0.5)."""
     x = ctx.inputs[0]
@@ -151,4 +179,4 @@ def round_(ctx: LayerContext) -> ir.Value:
 
 for _ir_type, _onnx_op in (("Tan", "Tan"), ("Asin", "Asin"), ("Acos", "Acos"), ("Atan", "Atan"), ("Sinh", "Sinh"),
                            ("Cosh", "Cosh")):
-    converter(_ir_type, "opset1")(_unary(_onnx_op))
+    converter(_ir_type, "opset1")(float_unary(_onnx_op))

@@ -8,8 +8,10 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
-from ir2onnx.convert.ops.precision import f32_input, to_output_type, wide_input
+from ir2onnx.convert.ops.elementwise import float_unary
+from ir2onnx.convert.ops.precision import to_output_type, wide_input
 from ir2onnx.convert.registry import converter
+
 
 # f16/bf16 are tested in f32 (exact); f64 stays f64 (1e300 is finite).
 @converter("IsNaN", "opset10")
@@ -29,24 +31,8 @@ def is_finite(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("Not", [ctx.b.op("Or", [ctx.b.op("IsNaN", [x]), ctx.b.op("IsInf", [x])])])
 
 
-def _float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
-    """Computed in f32 (onnxruntime has these for f32 only; OpenVINO's CPU plugin computes f64 in f32 too);
-    integer inputs are rounded back to their type (half to even), as OpenVINO does."""
-
-    def convert(ctx: LayerContext) -> ir.Value:
-        et = ctx.input_type(0)
-        y = ctx.b.op(onnx_op, [f32_input(ctx, 0)])
-        if et.name == "f32":
-            return y
-        if not et.is_float:
-            y = ctx.b.op("Round", [y])
-        return ctx.b.cast(y, onnx_dtype(et))
-
-    return convert
-
-
 for _ir_type, _onnx_op in (("Acosh", "Acosh"), ("Asinh", "Asinh"), ("Atanh", "Atanh")):
-    converter(_ir_type, "opset4")(_float_unary(_onnx_op))
+    converter(_ir_type, "opset4")(float_unary(_onnx_op))
 
 
 @converter("GRN", "opset1")

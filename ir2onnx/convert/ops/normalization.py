@@ -6,6 +6,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import in_f32
 from ir2onnx.convert.registry import converter
 
 
@@ -20,6 +21,7 @@ def batch_norm(ctx: LayerContext) -> ir.Value:
 
 
 @converter("MVN", "opset6")
+@in_f32
 def mvn(ctx: LayerContext) -> ir.Value:
     """(x - mean) / f(var, eps) over the axes input; eps_mode inside_sqrt or outside_sqrt."""
     b, x = ctx.b, ctx.inputs[0]
@@ -38,6 +40,7 @@ def mvn(ctx: LayerContext) -> ir.Value:
 
 
 @converter("NormalizeL2", "opset1")
+@in_f32
 def normalize_l2(ctx: LayerContext) -> ir.Value:
     """x / sqrt(max(sum(x^2), eps)) (eps_mode max) or x / sqrt(sum(x^2) + eps) (add)."""
     b, x = ctx.b, ctx.inputs[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.registry import converter
 
@@ -23,6 +24,11 @@ def reduce_value(ctx: LayerContext, onnx_op: str, x: ir.Value) -> ir.Value:
 
 def _reduce(onnx_op: str):  # type: ignore[no-untyped-def]
     def convert(ctx: LayerContext) -> ir.Value:
+        et = ctx.input_type(0)
+        if onnx_op == "ReduceSum" and et.numpy.kind in "iu" and et.bits <= 32:
+            # summed in int64 and wrapped back, as OpenVINO wraps (onnxruntime's int32 sum does not)
+            y = reduce_value(ctx, onnx_op, ctx.b.cast(ctx.inputs[0], ir.DataType.INT64))
+            return ctx.b.cast(y, onnx_dtype(et))
         return reduce_value(ctx, onnx_op, ctx.inputs[0])
 
     return convert

@@ -12,7 +12,10 @@ from ir2onnx.convert.registry import converter
 @converter("Convert", "opset1")
 def convert(ctx: LayerContext) -> ir.Value:
     et = ctx.attr_type("destination_type")
-    out = ctx.b.cast(ctx.inputs[0], onnx_dtype(et))
+    x = ctx.inputs[0]
+    if ctx.input_type(0).name == "f64" and et.name != "f64":  # the CPU plugin holds f64 values in f32
+        x = ctx.b.cast(x, ir.DataType.FLOAT)
+    out = ctx.b.cast(x, onnx_dtype(et))
     set_value_type(out, et)
     return out
 
@@ -112,7 +115,7 @@ def identity(ctx: LayerContext) -> ir.Value:
 def range_(ctx: LayerContext) -> ir.Value:
     """Scalars start/stop/step in the output type (opset4 `output_type`; opset1 follows the inputs)."""
     et = ctx.output_type(0)
-    wide = _RANGE_WIDER.get(et.name)  # onnxruntime's Range has no kernel for these types: computed in f32/i32
+    wide = _RANGE_TYPE.get(et.name)  # ONNX Range takes float, double and int16/32/64 only
     dtype = ir.DataType[wide] if wide else onnx_dtype(et)
     args = [ctx.b.reshape(ctx.b.cast(v, dtype), []) for v in ctx.inputs[:3]]
     out = ctx.b.op("Range", args)
@@ -122,8 +125,8 @@ def range_(ctx: LayerContext) -> ir.Value:
     return out
 
 
-_RANGE_WIDER = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT32", "u8": "INT32", "u16": "INT32"}
-
+_RANGE_TYPE = {"f16": "FLOAT", "bf16": "FLOAT", "i8": "INT16", "u8": "INT16", "u16": "INT32", "u32": "INT64",
+               "u64": "INT64"}
 
 
 def _ints(ctx: LayerContext, i: int, what: str) -> list[int]:

@@ -1,0 +1,348 @@
+"""Compute every node in an element type the installed onnxruntime has a CPU kernel for, with the same results.
+
+onnxruntime lacks CPU kernels for many (op, element type) pairs that ONNX allows (Max of int16, Pow of int8, TopK of
+uint64, Range of float16, Add of bfloat16, ...): a model using one is valid ONNX, yet cannot run. This pass finds
+each such node, bodies included, from the types ONNX shape inference gave its inputs and outputs and the kernel
+list onnxruntime reports (`get_all_opkernel_def`), and computes it in a type that has a kernel, exactly:
+
+* integers are widened to a wider integer (same signedness, or a wider signed type for unsigned values); results are
+  cast back, which wraps like the narrow computation (arithmetic modulo 2^n commutes with truncation; reductions
+  are exact while the wide type holds the exact sum or product);
+* ring operations and bit operations (Add, Sub, Mul, Neg, sums, bitwise ops, data movement) may also use an integer
+  of the same width and other signedness: the bits, hence the results modulo 2^n, are the same;
+* uint64 in ordering ops (TopK, Max, comparisons, ReduceMax, ArgMax, ...) maps to int64 with the top bit flipped,
+  which preserves the order; values are mapped back;
+* bfloat16 (and float16 where onnxruntime does not already do it itself) is computed in float32 and rounded once
+  at the end, which is how OpenVINO's CPU plugin computes it with f32 inference precision (and exact for +, -, *,
+  /, sqrt: float32 has more than twice its precision). onnxruntime computes float16 nodes that have a float32
+  kernel in float32 on its own, without rounding between consecutive such nodes: those are left to it (a probe
+  session on the node says which);
+* float64 ops without a float64 kernel run in float32, as OpenVINO's CPU plugin runs float64 layers;
+* booleans go through uint8 where the op only moves or orders values.
+
+Types are those of ONNX inference without type checking, so a node whose schema lacks its type (Sin of bfloat16)
+is rewritten the same way: onnxruntime has no kernel for a type the schema lacks.
+
+A node for which no exact form exists (e.g. integer Div of uint64) is left alone and reported (logged, and listed
+in `model.meta["ir2onnx.ort_unsupported"]`). Without onnxruntime the pass does nothing: the model stays valid ONNX.
+
+It runs inside convert_ir, not among the optional passes: it is what makes the model run at all, so `--no-optimize`
+must not skip it, and it must see the types ONNX inference derived right after translation.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+
+log = logging.getLogger("ir2onnx")
+
+UNSUPPORTED_META = "ir2onnx.ort_unsupported"
+DT = ir.DataType
+
+# Ops that only move, select or compare values for equality: any injective map of the values works.
+_MOVE = {
+    "Identity", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherElements",
+    "GatherND", "Expand", "Tile", "Pad", "Where", "Compress", "DepthToSpace", "SpaceToDepth", "ReverseSequence",
+    "Flatten", "Equal", "NonZero", "OneHot", "ScatterND", "ScatterElements", "Trilu", "EyeLike", "CenterCropPad",
+}
+# Ops that order values: only order-preserving maps.
+_ORDER = {
+    "Max", "Min", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "TopK", "ReduceMax", "ReduceMin", "ArgMax",
+    "ArgMin", "Clip", "MaxPool", "Unique",
+}
+# Ops whose integer results modulo 2^n depend only on their inputs modulo 2^n.
+# (Not the reductions: onnxruntime's integer ReduceSum/ReduceProd saturate instead of wrapping, so they are only
+# widened to a type holding the exact result.)
+_RING = {
+    "Add", "Sub", "Mul", "Neg", "CumSum", "MatMul", "Einsum", "Abs", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+    "BitwiseNot", "Sum",
+}
+_SCATTER_REDUCTIONS = {"ScatterND", "ScatterElements"}  # with a reduction they compute: ring or order rules
+
+# f64 falls back to f32 last: OpenVINO's CPU plugin computes f64 layers in f32 too
+_FLOAT_WIDER = {DT.FLOAT16: [DT.FLOAT, DT.DOUBLE], DT.BFLOAT16: [DT.FLOAT, DT.DOUBLE], DT.FLOAT: [DT.DOUBLE],
+                DT.DOUBLE: [DT.FLOAT]}
+_VALUE_WIDER = {
+    **_FLOAT_WIDER,
+    DT.INT8: [DT.INT16, DT.INT32, DT.INT64], DT.INT16: [DT.INT32, DT.INT64], DT.INT32: [DT.INT64],
+    DT.UINT8: [DT.UINT16, DT.INT16, DT.UINT32, DT.INT32, DT.UINT64, DT.INT64],
+    DT.UINT16: [DT.UINT32, DT.INT32, DT.UINT64, DT.INT64], DT.UINT32: [DT.UINT64, DT.INT64],
+}
+_BOOL_WIDER = {DT.BOOL: [DT.UINT8, DT.INT32, DT.INT64]}
+# integer types whose values modulo 2^n are kept by sign- or zero-extension to a wider type and truncation
+_MODULAR = {
+    DT.INT8: [DT.INT16, DT.INT32, DT.INT64, DT.UINT8, DT.UINT16, DT.UINT32, DT.UINT64],
+    DT.UINT8: [DT.UINT16, DT.INT16, DT.UINT32, DT.INT32, DT.UINT64, DT.INT64, DT.INT8],
+    DT.INT16: [DT.INT32, DT.INT64, DT.UINT16, DT.UINT32, DT.UINT64],
+    DT.UINT16: [DT.UINT32, DT.INT32, DT.UINT64, DT.INT64, DT.INT16],
+    DT.INT32: [DT.INT64, DT.UINT32, DT.UINT64], DT.UINT32: [DT.UINT64, DT.INT64, DT.INT32],
+    DT.INT64: [DT.UINT64], DT.UINT64: [DT.INT64],
+}
+_FLIP = "flip"  # uint64 as int64 with the top bit flipped (order-preserving)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    since: tuple[int, int]
+    constraints: dict[str, frozenset[DT]]
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_kernels() -> dict[tuple[str, str], list[_Kernel]] | None:
+    """(domain, op) -> onnxruntime's CPU kernels, or None without onnxruntime."""
+    try:
+        from onnxruntime.capi import _pybind_state as ort_c
+    except ImportError:
+        return None
+    by_name = {f"tensor({_type_name(t)})": t for t in DT if _type_name(t)}
+    out: dict[tuple[str, str], list[_Kernel]] = {}
+    for k in ort_c.get_all_opkernel_def():
+        if k.provider != "CPUExecutionProvider":
+            continue
+        domain = "" if k.domain in ("", "ai.onnx") else k.domain
+        cons = {name: frozenset(by_name[t] for t in types if t in by_name) for name, types in k.type_constraints.items()}
+        out.setdefault((domain, k.op_name), []).append(_Kernel(tuple(k.version_range), cons))
+    return out
+
+
+def _type_name(t: DT) -> str | None:
+    try:
+        return onnx.helper.tensor_dtype_to_string(int(t)).removeprefix("TensorProto.").lower()
+    except (ValueError, KeyError):
+        return None
+
+
+@functools.cache
+def _schema(op: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(op, opset, domain)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _binding(node: ir.Node, schema: onnx.defs.OpSchema) -> tuple[dict[str, list[tuple[str, int]]], dict[str, DT]] | None:
+    """Which inputs/outputs each type constraint binds and the type it has; None when a type is unknown or
+    inconsistent."""
+    names = {c.type_param_str for c in schema.type_constraints}
+    ports: dict[str, list[tuple[str, int]]] = {}
+    types: dict[str, DT] = {}
+    for side, values, formals in (("in", node.inputs, schema.inputs), ("out", node.outputs, schema.outputs)):
+        for i, v in enumerate(values):
+            if v is None or not formals:
+                continue
+            formal = formals[min(i, len(formals) - 1)]
+            if formal.type_str not in names:
+                continue
+            if v.type is None or not isinstance(v.type, ir.TensorType):
+                return None
+            dt = v.type.dtype
+            if types.setdefault(formal.type_str, dt) != dt:
+                return None
+            ports.setdefault(formal.type_str, []).append((side, i))
+    return ports, types
+
+
+def _matches(kernel: _Kernel, types: dict[str, DT]) -> bool:
+    return all(t in kernel.constraints[c] for c, t in types.items() if c in kernel.constraints)
+
+
+def _candidates(op: str, node: ir.Node, dt: DT) -> list[DT | str]:
+    """Types that compute `op` on values of type `dt` exactly, preferred first."""
+    cat = op
+    if op in _SCATTER_REDUCTIONS:
+        attr = node.attributes.get("reduction")
+        red = attr.as_string() if attr is not None else "none"
+        cat = {"none": "Identity", "add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}.get(red, op)
+    out: list[DT | str] = list(_VALUE_WIDER.get(dt, []))
+    if dt == DT.DOUBLE and (cat in _MOVE or cat in _ORDER or cat in _RING):
+        out = []  # f32 would merge distinct f64 values
+    if cat in _MOVE:
+        return out + _BOOL_WIDER.get(dt, []) + [t for t in _MODULAR.get(dt, []) if t not in out]
+    if cat in _ORDER:
+        return out + _BOOL_WIDER.get(dt, []) + ([_FLIP] if dt == DT.UINT64 else [])
+    if cat in _RING:
+        return out + [t for t in _MODULAR.get(dt, []) if t not in out]
+    return out
+
+
+def _plan(op: str, node: ir.Node, kernels: list[_Kernel], ports: dict[str, list[tuple[str, int]]],
+          types: dict[str, DT]) -> dict[str, DT | str] | None:
+    """Constraint -> replacement type: over the kernels, the plan changing the fewest constraints, each to the
+    most preferred candidate (the first in `_candidates`)."""
+    best: tuple[int, int, dict[str, DT | str]] | None = None
+    for k in kernels:
+        plan: dict[str, DT | str] = {}
+        rank = 0
+        for c, t in types.items():
+            if c not in k.constraints or t in k.constraints[c]:
+                continue
+            if not any(side == "in" for side, _ in ports[c]):
+                plan = {}
+                break  # an output-only type (set by an attribute) cannot be changed from the inputs
+            order = _candidates(op, node, t)
+            pick = next((w for w in order if (DT.INT64 if w == _FLIP else w) in k.constraints[c]), None)
+            if pick is None:
+                plan = {}
+                break
+            plan[c] = pick
+            rank += order.index(pick)
+        if plan and (best is None or (len(plan), rank) < best[:2]):
+            best = (len(plan), rank, plan)
+    return best[2] if best else None
+
+
+class _Rewriter:
+    def __init__(self, opset: int) -> None:
+        self.opset = opset
+        self.replaced: dict[ir.Value, ir.Value] = {}
+
+    def _node(self, op: str, inputs: Sequence[ir.Value], attrs: Sequence[ir.Attr], dtype: DT,
+              shape: ir.Shape | None, name: str) -> ir.Node:
+        out = ir.Value(name=name, type=ir.TensorType(dtype), shape=shape)
+        return ir.Node("", op, list(inputs), list(attrs), outputs=[out], name=name + "_node")
+
+    def _to(self, v: ir.Value, src: DT, dst: DT | str, new: list[ir.Node], base: str) -> ir.Value:
+        """`v` (of type src) in the computing type."""
+        real = DT.INT64 if dst == _FLIP else dst
+        n = self._node("Cast", [v], [ir.AttrInt64("to", int(real))], real, v.shape, f"{base}_in{len(new)}")
+        new.append(n)
+        if dst == _FLIP:
+            return self._flip(n.outputs[0], f"{base}_flip{len(new)}", new)
+        return n.outputs[0]
+
+    def _from(self, v: ir.Value, dst: DT, via: DT | str, new: list[ir.Node], base: str) -> ir.Value:
+        """`v` (computed in `via`) back in type dst."""
+        if via == _FLIP:
+            v = self._flip(v, f"{base}_unflip{len(new)}", new)
+        n = self._node("Cast", [v], [ir.AttrInt64("to", int(dst))], dst, v.shape, f"{base}_out{len(new)}")
+        new.append(n)
+        return n.outputs[0]
+
+    def _flip(self, v: ir.Value, name: str, new: list[ir.Node]) -> ir.Value:
+        """x xor 2^63 (as an int64 addition of INT64_MIN below opset 18, which wraps the same way)."""
+        top = ir.tensor(np.array(np.iinfo(np.int64).min, np.int64))
+        new.append(self._node("Constant", [], [ir.AttrTensor("value", top)], DT.INT64, ir.Shape([]), name + "_c"))
+        op = "BitwiseXor" if self.opset >= 18 else "Add"
+        new.append(self._node(op, [v, new[-1].outputs[0]], [], DT.INT64, v.shape, name))
+        return new[-1].outputs[0]
+
+    def rewrite(self, node: ir.Node, ports: dict[str, list[tuple[str, int]]], types: dict[str, DT],
+                plan: dict[str, DT | str]) -> None:
+        graph = node.graph
+        assert graph is not None
+        base = (node.name or node.op_type) + "/ort"
+        new: list[ir.Node] = []
+        change_in: dict[int, tuple[DT, DT | str]] = {}
+        change_out: dict[int, tuple[DT, DT | str]] = {}
+        for c, w in plan.items():
+            for side, i in ports[c]:
+                (change_in if side == "in" else change_out)[i] = (types[c], w)
+        inputs = [self._to(v, *change_in[i], new, base) if i in change_in and v is not None else v
+                  for i, v in enumerate(node.inputs)]
+        outs = []
+        for i, v in enumerate(node.outputs):
+            dt = v.type.dtype if v.type is not None else None
+            if i in change_out:
+                w = change_out[i][1]
+                dt = DT.INT64 if w == _FLIP else w
+            outs.append(ir.Value(name=f"{base}_{i}", type=ir.TensorType(dt) if dt is not None else None,
+                                 shape=v.shape))
+        core = ir.Node(node.domain, node.op_type, inputs, list(node.attributes.values()), outputs=outs,
+                       name=node.name, overload=node.overload, version=node.version)
+        new.append(core)
+        finals = [self._from(o, *change_out[i], new, base) if i in change_out else o for i, o in enumerate(outs)]
+        old_outs = list(node.outputs)
+        ir.convenience.replace_nodes_and_values(graph, node, [node], new, old_outs, finals)
+        self.replaced.update(zip(old_outs, finals))
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe(proto_bytes: bytes) -> bool:
+    import onnxruntime as ort
+
+    try:
+        ort.InferenceSession(proto_bytes, providers=["CPUExecutionProvider"])
+    except Exception:  # noqa: BLE001  no kernel (NOT_IMPLEMENTED) or any other refusal
+        return False
+    return True
+
+
+def _session_accepts(node: ir.Node, opset: int) -> bool:
+    """Whether onnxruntime runs this node although no kernel lists its types: its CPU provider computes float16
+    nodes that have a float32 kernel in float32 itself (dropping the casts between such nodes, so a chain rounds
+    once, as OpenVINO does), and expands function ops. Probed on the node alone (cached per signature)."""
+    if not all(v is None or (v.type is not None and isinstance(v.type, ir.TensorType))
+               for v in (*node.inputs, *node.outputs)):
+        return False
+    names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
+    outs = [f"o{k}" for k in range(len(node.outputs))]
+    proto = ir.serde.serialize_node(node)
+    del proto.input[:], proto.output[:]
+    proto.input.extend(names)
+    proto.output.extend(outs)
+    proto.name = "probe"
+
+    def info(name: str, v: ir.Value) -> onnx.ValueInfoProto:
+        shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
+        return onnx.helper.make_tensor_value_info(name, int(v.type.dtype), shape)  # type: ignore[union-attr]
+
+    graph = onnx.helper.make_graph([proto], "probe", [info(n, v) for n, v in zip(names, node.inputs) if v is not None],
+                                   [info(n, v) for n, v in zip(outs, node.outputs)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                   ir_version=max(8, onnx.helper.find_min_ir_version_for(
+                                       [onnx.helper.make_opsetid("", opset)])))
+    return _probe(model.SerializeToString())
+
+
+def _all_nodes(graph: ir.Graph) -> list[ir.Node]:
+    return list(ir.traversal.RecursiveGraphIterator(graph))
+
+
+class OrtTypesPass(ir.passes.InPlacePass):
+    """See the module docstring. After a run, `replaced` maps each replaced value to the one computing it now."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replaced: dict[ir.Value, ir.Value] = {}
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        kernels = _cpu_kernels()
+        if kernels is None:
+            return ir.passes.PassResult(model, modified=False)
+        opset = model.opset_imports.get("", 1)
+        rw = _Rewriter(opset)
+        unsupported: list[str] = []
+        for node in _all_nodes(model.graph):
+            if node.domain not in ("", "ai.onnx") or any(
+                    a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in node.attributes.values()):
+                continue
+            schema = _schema(node.op_type, "", opset)
+            found = kernels.get(("", node.op_type))
+            if schema is None or not found:  # no CPU kernel at all: a function onnxruntime expands, or not ours
+                continue
+            usable = [k for k in found if k.since[0] <= schema.since_version <= k.since[1]]
+            bound = _binding(node, schema)
+            if not usable or bound is None:
+                continue
+            ports, types = bound
+            if any(_matches(k, types) for k in usable) or _session_accepts(node, opset):
+                continue
+            plan = _plan(node.op_type, node, usable, ports, types)
+            if plan is None:
+                what = ", ".join(f"{c}={t.name}" for c, t in types.items())
+                unsupported.append(f"{node.op_type} ({node.name}): {what}")
+                continue
+            rw.rewrite(node, ports, types, plan)
+        if unsupported:
+            log.warning("onnxruntime has no CPU kernel for %d node(s) and no exact wider form: %s", len(unsupported),
+                        "; ".join(unsupported))
+        model.meta[UNSUPPORTED_META] = unsupported
+        self.replaced = rw.replaced
+        return ir.passes.PassResult(model, modified=bool(rw.replaced))
