@@ -106,7 +106,7 @@ def multiclass_nms(ctx: LayerContext) -> list[ir.Value]:
     none = b.op("ConstantOfShape", [full], {"value": np.zeros(1, np.bool_)})
     thr0 = b.op("ConstantOfShape", [limit_shape], {"value": np.array([iou_thr], np.float32)})
     last0 = b.op("ConstantOfShape", [limit_shape], {"value": np.zeros(1, np.int64)})
-    trips = b.reshape(b.op("Max", [visits, b.i64([1])]), [])
+    trips = b.reshape(visits, [])
     selected_all, _, _ = b.op_multi("Loop", [trips, b.const(np.array(True)), none, thr0, last0], {"body": body},
                                     outputs=3)
     batch, cls, box, score = flatten_selected(b, selected_all, order, vals)

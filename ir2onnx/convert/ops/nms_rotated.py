@@ -145,6 +145,11 @@ def nms_rotated(ctx: LayerContext) -> list[ir.Value]:
     iou_thr = _scalar_input(ctx, 3, F32)
     score_thr = _scalar_input(ctx, 4, F32)
 
+    score_et, idx_type = ctx.output_type(1), onnx_dtype(ctx.output_type(0))
+    if 0 in ctx.input_dims(1):  # no boxes (onnxruntime's shape inference of the loop body fails on 0-sized dims)
+        empty = np.zeros((0, 3), np.float32)
+        return [b.const(empty.astype(idx_type.numpy())), b.const(empty.astype(onnx_dtype(score_et).numpy())),
+                b.const(np.zeros(1, idx_type.numpy()))]
     m = b.shape_of(scores, 2, 3)
     cand = b.op("Greater", [scores, score_thr])
     vals, order = b.op_multi("TopK", [b.op("Where", [cand, scores, b.const(np.float32(-np.inf))]), m],
@@ -184,7 +189,7 @@ def nms_rotated(ctx: LayerContext) -> list[ir.Value]:
     body = cb.build(outs, b.names.fresh(f"{hint}/nms_body"))
     none = b.op("ConstantOfShape", [full], {"value": np.zeros(1, np.bool_)})
     n0 = b.op("ConstantOfShape", [b.shape_of(count)], {"value": np.zeros(1, np.int64)})
-    trips = b.reshape(b.op("Max", [m, b.i64([1])]), [])
+    trips = b.reshape(m, [])
     taken_all, _ = b.op_multi("Loop", [trips, b.const(np.array(True)), none, n0], {"body": body}, outputs=2)
     batch, cls, box, score = flatten_selected(b, taken_all, order, vals)
     if ctx.attr_bool("sort_result_descending", True):
@@ -194,10 +199,8 @@ def nms_rotated(ctx: LayerContext) -> list[ir.Value]:
     col = lambda v: b.unsqueeze(v, [1])
     sel = b.concat([col(batch), col(cls), col(box)], 1)
     triples = b.concat([col(b.cast(batch, F32)), col(b.cast(cls, F32)), col(score)], 1)
-    score_et = ctx.output_type(1)
     if score_et.name != "f32":
         triples = b.cast(triples, onnx_dtype(score_et))
-    idx_type = onnx_dtype(ctx.output_type(0))
     valid = b.shape_of(sel, 0, 1)
     if idx_type != I64:
         sel, valid = b.cast(sel, idx_type), b.cast(valid, idx_type)

@@ -52,11 +52,14 @@ def soft_nms(b: GraphBuilder, hint: str, boxes: ir.Value, scores: ir.Value, max_
              score_thr: ir.Value, sigma: ir.Value, center: bool) -> tuple[ir.Value, ir.Value]:
     """boxes [B, N, 4], scores [B, C, N] (f32), the [1] inputs -> selected rows [K, 3] (int64: batch, class, box)
     and their scores [K], ordered by batch, class, then selection."""
+    n = b.shape_of(scores, 2, 3)
+    # one more box that is never a candidate, so that a step always has a box to pick (also with no boxes)
+    scores = b.op("Pad", [scores, b.i64([0, 0, 0, 0, 0, 1]), b.const(np.float32(-np.inf))])
+    boxes = b.op("Pad", [boxes, b.i64([0, 0, 0, 0, 1, 0]), b.const(np.float32(0))])
     ymin, xmin, ymax, xmax = corners(b, boxes, center)
     area = b.op("Mul", [b.op("Sub", [ymax, ymin]), b.op("Sub", [xmax, xmin])])
     full = b.shape_of(scores)  # [B, C, N]
     coords = [b.op("Expand", [v, full]) for v in (ymin, xmin, ymax, xmax, area)]
-    n = b.shape_of(scores, 2, 3)
     trips = b.op("Max", [b.op("Min", [b.op("Max", [max_out, b.i64([0])]), n]), b.i64([1])])
     alive0 = b.op("And", [b.op("Greater", [scores, score_thr]), b.op("Greater", [max_out, b.i64([0])])])
     soft = b.op("Greater", [sigma, b.const(np.float32(0))])
@@ -77,7 +80,7 @@ def soft_nms(b: GraphBuilder, hint: str, boxes: ir.Value, scores: ir.Value, max_
     decayed = cb.op("Mul", [s, cb.op("Exp", [cb.op("Mul", [cb.op("Mul", [scale, iou]), iou])])])
     kill = cb.op("Or", [cb.op("And", [soft, cb.op("LessOrEqual", [decayed, score_thr])]),
                         cb.op("And", [hard, cb.op("GreaterOrEqual", [iou, iou_thr])])])
-    positions = cb.op("Range", [cb.i64(0), cb.reshape(n, []), cb.i64(1)])
+    positions = cb.op("Range", [cb.i64(0), cb.reshape(cb.shape_of(s, 2, 3), []), cb.i64(1)])
     picked = cb.op("Equal", [positions, pick])
     alive_out = cb.op("And", [alive, cb.op("Not", [cb.op("Or", [kill, picked])])])
     s_out = cb.op("Where", [soft, decayed, s])

@@ -71,14 +71,15 @@ EMPTY = [
     case("keep-top-k-0", {"keep_top_k": 0}),
     case("only-background", {"background_class": 0}, c=1),
     case("nms-top-k-0", {"nms_top_k": 0}),
+    case("no-boxes", {}, data=[np.zeros((2, 0, 4), F), np.zeros((2, 3, 0), F)]),
 ]
 
 
 @pytest.mark.parametrize("case", params(EMPTY))
 def test_matrix_nms_nothing_selected(tmp_path: Path, case: Case) -> None:
     """No box selected: OpenVINO's CPU plugin fails ("Total number of boxes is less or equal than 0") instead of
-    returning empty rows (and with nms_top_k=0 it writes past its buffers and crashes), so numpy's answer is the
-    reference."""
+    returning empty rows (with nms_top_k=0 it writes past its buffers and crashes; with no boxes it leaves
+    selected_num uninitialised), so numpy's answer is the reference."""
     batches = case.values[1].shape[0]
     idx = I32 if "i32" in case.name else I64
 

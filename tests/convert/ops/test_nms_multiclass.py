@@ -95,6 +95,7 @@ CASES = [
     shared("v9-nms-top-k-0", {"nms_top_k": 0}),
     shared("v9-keep-top-k-0", {"keep_top_k": 0, "sort_result_type": "score"}),
     shared("v9-only-background", {"background_class": 0}, c=1),
+    shared("v9-no-boxes", {"iou_threshold": 0.5}, data=[np.zeros((2, 0, 4), F), np.zeros((2, 3, 0), F)]),
 ]
 
 

@@ -59,6 +59,7 @@ CASES = [
     case("max-above-boxes", _data(2, 1, 6), 100, 0.5, 0.3),
     case("nothing-above-threshold", [_data(1, 2, 5)[0], np.full((1, 2, 5), 0.2, F)], 5, 0.5, 0.5),
     case("f16", _data(1, 2, 10), 5, 0.5, 0.1, dtype=F16),
+    case("no-boxes", [np.zeros((1, 0, 5), F), np.zeros((1, 2, 0), F)], 5, 0.5, 0.0),
     runtime("runtime-thresholds", _data(2, 2, 14), 6, 0.3, 0.2),
     runtime("runtime-ccw-unsorted", _data(1, 3, 14, spread=2.0), 5, 0.1, 0.0, clockwise=False, sort_result_descending=False),
 ]
