@@ -7,6 +7,8 @@ the first rows of each batch; then sort_result_type / sort_result_across_batch o
 * across batches, "classid": class, batch, score (descending), box;
 * within batches, "classid": batch, class, score (descending), box (MulticlassNms only);
 * otherwise ("score" within batches, "none", and "classid" within batches for MatrixNms): the first order.
+Equal scores are compared exactly; MulticlassNms's first sort in the plugin also treats scores less than 1e-6 apart
+as equal, which is not an ordering (its result depends on the sort's order of comparisons) and is not reproduced.
 Outputs: selected_outputs [K, 6] (class, score, the box's four coordinates as given), selected_indices [K, 1] (shared
 boxes: batch * num_boxes + box; per-class boxes: (first box of the batch + box) * num_classes + class), and
 selected_num [batches] (rows of each batch).
