@@ -67,11 +67,13 @@ def multiclass_nms(ctx: LayerContext) -> list[ir.Value]:
     m = b.shape_of(scores, 2, 3)
     vals, order = b.op_multi("TopK", [b.op("Where", [cand, scores, b.const(np.float32(-np.inf))]), m],
                              {"axis": 2, "largest": 1, "sorted": 1}, outputs=2)
-    full = b.shape_of(scores)
-    coords = [b.op("GatherElements", [b.op("Expand", [c, full]), order], {"axis": 2}) for c in inp.coords]
     limit = b.reduce("ReduceSum", b.cast(cand, I64), [2], keepdims=True)  # [B, C, 1]
-    visits = m if top_k < 0 else b.op("Min", [m, b.i64([top_k])])
-    limit = b.op("Min", [limit, visits])
+    if top_k >= 0:  # only the first nms_top_k candidates are visited
+        limit = b.op("Min", [limit, b.i64([top_k])])
+        vals, order = (b.slice(v, [0], [top_k], [2]) for v in (vals, order))
+        m = b.shape_of(order, 2, 3)
+    coords = [b.op("GatherElements", [b.op("Expand", [c, b.shape_of(scores)]), order], {"axis": 2})
+              for c in inp.coords]
     positions = b.op("Range", [b.i64(0), b.reshape(m, []), b.i64(1)])
 
     hint = ctx.layer.name or f"multiclass_nms_{ctx.layer.id}"
@@ -103,10 +105,11 @@ def multiclass_nms(ctx: LayerContext) -> list[ir.Value]:
         v.type, v.shape = ir.TensorType(ty), ir.Shape([None] * rank)
     body = cb.build(outs, b.names.fresh(f"{hint}/nms_body"))
     limit_shape = b.shape_of(limit)
-    none = b.op("ConstantOfShape", [full], {"value": np.zeros(1, np.bool_)})
+    none = b.op("ConstantOfShape", [b.shape_of(order)], {"value": np.zeros(1, np.bool_)})
     thr0 = b.op("ConstantOfShape", [limit_shape], {"value": np.array([iou_thr], np.float32)})
     last0 = b.op("ConstantOfShape", [limit_shape], {"value": np.zeros(1, np.int64)})
-    trips = b.reshape(visits, [])
+    trips = b.reduce("ReduceMax", b.op("Concat", [b.reshape(limit, [-1]), b.i64([0])], {"axis": 0}), [0],
+                     keepdims=False)  # the most candidates a row visits
     selected_all, _, _ = b.op_multi("Loop", [trips, b.const(np.array(True)), none, thr0, last0], {"body": body},
                                     outputs=3)
     batch, cls, box, score = flatten_selected(b, selected_all, order, vals)

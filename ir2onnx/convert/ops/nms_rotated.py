@@ -189,7 +189,8 @@ def nms_rotated(ctx: LayerContext) -> list[ir.Value]:
     body = cb.build(outs, b.names.fresh(f"{hint}/nms_body"))
     none = b.op("ConstantOfShape", [full], {"value": np.zeros(1, np.bool_)})
     n0 = b.op("ConstantOfShape", [b.shape_of(count)], {"value": np.zeros(1, np.int64)})
-    trips = b.reshape(m, [])
+    trips = b.reduce("ReduceMax", b.op("Concat", [b.reshape(count, [-1]), b.i64([0])], {"axis": 0}), [0],
+                     keepdims=False)  # the most candidates a row has
     taken_all, _ = b.op_multi("Loop", [trips, b.const(np.array(True)), none, n0], {"body": body}, outputs=2)
     batch, cls, box, score = flatten_selected(b, taken_all, order, vals)
     if ctx.attr_bool("sort_result_descending", True):

@@ -124,8 +124,6 @@ SOFT = [
           [TIE_BOXES, TIE_SCORES], extra=[np.array(0.0, F)]),
     _case("soft9-runtime-sigma-negative", lambda b, s, g: ops9.non_max_suppression(b, s, *_thr(6, 0.3, 0.0), g),
           _random(2, 2, 12, False), extra=[np.array(-0.5, F)]),
-    _case("soft9-no-boxes", lambda b, s: ops9.non_max_suppression(b, s, *_soft(3, 0.5, 0.0, 0.5)),
-          [np.zeros((2, 0, 4), F), np.zeros((2, 3, 0), F)]),
     _case("soft9-runtime-sigma-iou0", lambda b, s, g: ops9.non_max_suppression(b, s, *_thr(6, 0.0, 0.0), g),
           [TIE_BOXES, TIE_SCORES], extra=[np.array(0.0, F)]),
 ]
@@ -145,6 +143,8 @@ EMPTY = [
           [TIE_BOXES, TIE_SCORES]),
     _case("soft9-max0", lambda b, s: ops9.non_max_suppression(b, s, *_soft(0, 0.5, 0.0, 0.5)),
           [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-no-boxes", lambda b, s: ops9.non_max_suppression(b, s, *_soft(3, 0.5, 0.0, 0.5)),
+          [np.zeros((2, 0, 4), F), np.zeros((2, 3, 0), F)]),
     _case("soft9-runtime-nothing-selected", lambda b, s, m, g: ops9.non_max_suppression(
         b, s, m, const(0.5, F), const(0.95, F), g), [TIE_BOXES, TIE_SCORES],
           extra=[np.array(3, I64), np.array(0.5, F)]),
