@@ -94,6 +94,17 @@ def split_dynamic(x: tf.Tensor) -> tf.Tensor:
     return a * 2.0, tf.reduce_sum(b, axis=1), c - 1.0
 
 
+def while_tensor_array(x: tf.Tensor) -> tf.Tensor:
+    """A data-dependent while loop appending to a dynamic-size TensorArray (a decoder's output buffer)."""
+    ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+    i, s = tf.constant(0), tf.zeros_like(x[0])
+    while tf.reduce_sum(s) < 10.0 and i < 50:
+        s = s + tf.reduce_mean(x, 0) + 0.5
+        ta = ta.write(i, s)
+        i += 1
+    return ta.stack(), i
+
+
 Built = tuple[ov.Model, list[np.ndarray], list[np.ndarray]]  # the IR, its inputs, TensorFlow's outputs
 CASES: dict[str, Callable[[], Built]] = {}
 
@@ -137,6 +148,7 @@ CASES.update({
     "for_loop": _tf_case(for_loop, (T, 3)),
     "for_loop_columns": _tf_case(for_loop_columns, (4, 5)),
     "split_dynamic": _tf_case(split_dynamic, (2, 7), dynamic=True),
+    "while_tensor_array": _tf_case(while_tensor_array, (5, 4)),
 })
 
 

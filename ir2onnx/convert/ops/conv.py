@@ -1,4 +1,5 @@
-"""Convolutions: Convolution, GroupConvolution, ConvolutionBackpropData, GroupConvolutionBackpropData."""
+"""Convolutions: Convolution, GroupConvolution, ConvolutionBackpropData, GroupConvolutionBackpropData,
+BinaryConvolution."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.window import Arith, Vec, Window, spatial_dims
+from ir2onnx.convert.ops.window import Arith, Vec, Window, dilated, spatial_dims
 from ir2onnx.convert.registry import converter
+from ir2onnx.ir.weights import needed_bytes
 
 _AUTO_PAD = {"same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 
@@ -142,3 +144,50 @@ def group_convolution_backprop_data(ctx: LayerContext) -> ir.Value:
     """Weights [G, C_in/G, C_out/G, k...] -> ONNX ConvTranspose [C_in, C_out/G, k...] with group=G."""
     weights, groups = _group_weights(ctx, 1, "GroupConvolutionBackpropData")
     return _backprop(ctx, weights, groups, 2 if len(ctx.inputs) > 2 else None)
+
+
+def _binary_weights(ctx: LayerContext) -> np.ndarray:
+    """The +/-1 filter of a u1 Const as OpenVINO's CPU plugin reads it: element i of the [O, C, kh, kw] filter is
+    bit i % 8 (least significant first) of byte i // 8 of the stored bytes (checked by experiment; OpenVINO's own
+    u1 order, and ir2onnx's reader, put the first element in the most significant bit)."""
+    src = ctx.graph.source(ctx.layer, 1).layer
+    weights = ctx.translator.weights
+    if src.const is None or weights is None or src.const.element_type.name != "u1":
+        raise ctx.error("BinaryConvolution weights must be a u1 Const (as OpenVINO's CPU plugin requires)")
+    c = src.const
+    count = int(np.prod(c.shape, dtype=np.int64))
+    raw = weights.raw(c.offset, needed_bytes(c.element_type, c.shape))
+    bits = np.unpackbits(raw, bitorder="little")[:count]
+    return (bits.astype(np.float32) * 2 - 1).reshape(c.shape)
+
+
+@converter("BinaryConvolution", "opset1", onnx="Where (x > 0 -> +1 else -1), Pad, Conv on +/-1 values")
+def binary_convolution(ctx: LayerContext) -> ir.Value:
+    """mode xnor-popcount: 2 * popcount(xnor(x, w)) - bits = the convolution of the +/-1 values, x read as +1 where
+    x > 0 (NaN and zeros as -1). Padding, as the CPU plugin does it: pad_value 0 leaves padded taps out (a zero
+    term), 1 pads with +1, any other value with -1. Sums are integers below 2^24, exact in f32."""
+    b, ar = ctx.b, Arith(ctx.b)
+    mode = ctx.attr_str("mode").lower()
+    if mode != "xnor-popcount":
+        raise ctx.error(f"mode '{mode}' is not supported (OpenVINO defines xnor-popcount only)")
+    if ctx.input_rank(0) != 4:
+        raise ctx.error("only 2-D binary convolution (4-D data) is supported, as in OpenVINO's CPU plugin")
+    pad_value = np.float32(ctx.attr_float("pad_value"))
+    w = _binary_weights(ctx)
+    et = ctx.input_type(0)
+    x = ctx.inputs[0]
+    zero = b.const(np.zeros((), et.numpy))
+    xs = b.op("Where", [b.op("Greater", [x, zero]), b.const(np.float32(1)), b.const(np.float32(-1))])
+    win = Window.read(ctx, 2)
+    attrs: dict[str, object] = {"strides": win.strides, "dilations": win.dilations}
+    if pad_value == 0:
+        attrs.update({k: v for k, v in _window_attrs(ctx, 2).items() if k in ("auto_pad", "pads")})
+    else:
+        begin, end = win.resolve_pads(ar, spatial_dims(ctx, 0, 2), dilated(list(w.shape[2:]), win.dilations))
+        pads = ar.value(np.concatenate([[0, 0], begin, [0, 0], end]) if Arith.static(begin) and Arith.static(end)
+                        else b.concat([b.i64([0, 0]), ar.value(begin), b.i64([0, 0]), ar.value(end)], 0))
+        fill = b.const(np.float32(1.0 if pad_value == 1 else -1.0))
+        xs = b.op("Pad", [xs, pads, fill])
+    y = b.op("Conv", [xs, b.initializer(w, "binary_weights")], attrs)  # type: ignore[arg-type]
+    out = ctx.output_type(0)
+    return y if out.name == "f32" else b.cast(y, onnx_dtype(out))

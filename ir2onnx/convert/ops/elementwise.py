@@ -66,6 +66,7 @@ for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min")):
 for _ir_type, _onnx_op in (
     ("Equal", "Equal"), ("Less", "Less"), ("LessEqual", "LessOrEqual"), ("Greater", "Greater"),
     ("GreaterEqual", "GreaterOrEqual"), ("LogicalAnd", "And"), ("LogicalOr", "Or"), ("LogicalXor", "Xor"),
+    ("Xor", "Xor"),  # opset1's legacy spelling of LogicalXor
 ):
     converter(_ir_type, "opset1")(_binary(_onnx_op))
 

@@ -1,4 +1,4 @@
-"""ROI ops: ROIAlign-3/9.
+"""ROI ops: ROIAlign-3/9, ROIAlignRotated-15.
 
 ROIAlign, avg mode, is ONNX RoiAlign-16: OpenVINO's `asymmetric` is ONNX `output_half_pixel` (ROI sides at least 1),
 `half_pixel_for_nn` is ONNX `half_pixel` (x * scale - 0.5), and OpenVINO's `half_pixel`, (x + 0.5) * scale - 0.5,
@@ -127,3 +127,99 @@ def roi_align(ctx: LayerContext) -> ir.Value:
         y = _max_pool_samples(b, b.op("Transpose", [data], {"perm": [0, 2, 3, 1]}), batch, ya, xa, ph, pw,
                               sy, sx)
     return y if et.name == "f32" else b.cast(y, onnx_dtype(et))
+
+
+@converter("ROIAlignRotated", "opset15", onnx="Cos, Sin, GatherND (bilinear taps), Where, ReduceSum")
+def roi_align_rotated(ctx: LayerContext) -> ir.Value:
+    """Average pooling over rotated ROIs (centre x, centre y, width, height, angle in radians), as OpenVINO computes
+    it: centre * spatial_scale - 0.5, sizes * spatial_scale (no minimum), the angle negated in clockwise_mode; a
+    bin's samples (sampling_ratio, or ceil(bin size) per ROI when 0) lie at -size/2 + bin * bin_size +
+    (s + 0.5) * bin_size / count in the ROI's frame, turned by the angle: y = py cos - px sin + cy,
+    x = py sin + px cos + cx. Samples outside [-1, W] x [-1, H] add 0; the others are clamped at 0 and interpolated
+    between floor and floor + 1 (the last row/column alone at the far edge), each adding its value / count."""
+    b = ctx.b
+    i64, f32 = ir.DataType.INT64, ir.DataType.FLOAT
+    ph, pw = ctx.attr_int("pooled_h"), ctx.attr_int("pooled_w")
+    sr = ctx.attr_int("sampling_ratio")
+    scale = float(np.float32(ctx.attr_float("spatial_scale")))
+    clockwise = ctx.attr_bool("clockwise_mode", False)
+    if ph < 1 or pw < 1 or sr < 0:
+        raise ctx.error("pooled_h/pooled_w must be positive and sampling_ratio non-negative")
+    et = ctx.input_type(0)
+    data, rois = ctx.inputs[0], ctx.inputs[1]
+    if et.name != "f32":
+        data = b.cast(data, f32)
+    if ctx.input_type(1).name != "f32":
+        rois = b.cast(rois, f32)
+    batch = b.cast(ctx.inputs[2], i64)
+    sc = _f(b, scale)
+    col = (lambda k: b.reshape(b.slice(rois, [k], [k + 1], [1]), [-1, 1, 1, 1, 1]))  # [R, 1, 1, 1, 1]
+    cx, cy = (b.op("Sub", [b.op("Mul", [col(k), sc]), _f(b, 0.5)]) for k in (0, 1))
+    width, height = (b.op("Mul", [col(k), sc]) for k in (2, 3))
+    angle = col(4)
+    if clockwise:
+        angle = b.op("Neg", [angle])
+    cos, sin = b.op("Cos", [angle]), b.op("Sin", [angle])
+    x1 = b.op("Div", [b.op("Neg", [width]), _f(b, 2.0)])
+    y1 = b.op("Div", [b.op("Neg", [height]), _f(b, 2.0)])
+    bin_w, bin_h = b.op("Div", [width, _f(b, float(pw))]), b.op("Div", [height, _f(b, float(ph))])
+    if sr > 0:
+        cnt_x = cnt_y = b.op("Expand", [b.i64(sr), b.shape_of(col(0))])  # [R, 1, 1, 1, 1]
+        sx_max = sy_max = b.i64(sr)
+    else:
+        cnt_x, cnt_y = b.cast(b.op("Ceil", [bin_w]), i64), b.cast(b.op("Ceil", [bin_h]), i64)
+        sx_max = b.op("Max", [b.reduce("ReduceMax", b.reshape(cnt_x, [-1]), [0], keepdims=False), b.i64(1)])
+        sy_max = b.op("Max", [b.reduce("ReduceMax", b.reshape(cnt_y, [-1]), [0], keepdims=False), b.i64(1)])
+    # [R, ph, pw, Sy, Sx] sample grid
+    sy_i = b.reshape(b.op("Range", [b.i64(0), sy_max, b.i64(1)]), [1, 1, 1, -1, 1])
+    sx_i = b.reshape(b.op("Range", [b.i64(0), sx_max, b.i64(1)]), [1, 1, 1, 1, -1])
+    dist_x = b.op("Div", [bin_w, b.cast(cnt_x, f32)])
+    dist_y = b.op("Div", [bin_h, b.cast(cnt_y, f32)])
+    yb = b.const(np.arange(ph, dtype=np.float32).reshape(1, ph, 1, 1, 1))
+    xb = b.const(np.arange(pw, dtype=np.float32).reshape(1, 1, pw, 1, 1))
+    half = _f(b, 0.5)
+    pre_y = b.op("Add", [b.op("Add", [y1, b.op("Mul", [yb, bin_h])]),
+                         b.op("Mul", [dist_y, b.op("Add", [b.cast(sy_i, f32), half])])])
+    pre_x = b.op("Add", [b.op("Add", [x1, b.op("Mul", [xb, bin_w])]),
+                         b.op("Mul", [dist_x, b.op("Add", [b.cast(sx_i, f32), half])])])
+    y = b.op("Add", [b.op("Sub", [b.op("Mul", [pre_y, cos]), b.op("Mul", [pre_x, sin])]), cy])
+    x = b.op("Add", [b.op("Add", [b.op("Mul", [pre_y, sin]), b.op("Mul", [pre_x, cos])]), cx])
+    hgt, wid = b.reshape(b.shape_of(data, 2, 3), []), b.reshape(b.shape_of(data, 3, 4), [])
+    used = b.op("And", [b.op("Less", [sy_i, cnt_y]), b.op("Less", [sx_i, cnt_x])])
+    inside = b.op("And", [
+        b.op("And", [b.op("GreaterOrEqual", [x, _f(b, -1.0)]), b.op("LessOrEqual", [x, b.cast(wid, f32)])]),
+        b.op("And", [b.op("GreaterOrEqual", [y, _f(b, -1.0)]), b.op("LessOrEqual", [y, b.cast(hgt, f32)])])])
+    valid = b.op("And", [used, inside])
+
+    def taps(v: ir.Value, size: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+        v = b.op("Max", [b.op("Where", [valid, v, _f(b, 0.0)]), _f(b, 0.0)])
+        low = b.cast(b.op("Floor", [v]), i64)
+        last = b.op("Sub", [size, b.i64(1)])
+        at_end = b.op("GreaterOrEqual", [low, last])
+        low = b.op("Where", [at_end, last, low])
+        high = b.op("Where", [at_end, low, b.op("Add", [low, b.i64(1)])])
+        v = b.op("Where", [at_end, b.cast(low, f32), v])
+        return low, high, b.op("Sub", [v, b.cast(low, f32)])
+
+    yl, yh, ly = taps(y, hgt)
+    xl, xh, lx = taps(x, wid)
+    one = _f(b, 1.0)
+    hy, hx = b.op("Sub", [one, ly]), b.op("Sub", [one, lx])
+    nhwc = b.op("Transpose", [data], {"perm": [0, 2, 3, 1]})
+    grid = b.shape_of(valid)
+    bi = b.op("Expand", [b.reshape(batch, [-1, 1, 1, 1, 1]), grid])
+
+    def tap(yi: ir.Value, xi: ir.Value) -> ir.Value:  # [R, ph, pw, Sy, Sx, C]
+        idx = b.concat([b.unsqueeze(v, [-1]) for v in (bi, b.op("Expand", [yi, grid]), b.op("Expand", [xi, grid]))],
+                       -1)
+        return b.op("GatherND", [nhwc, idx])
+
+    terms = [b.op("Mul", [b.unsqueeze(b.op("Mul", [wy, wx]), [-1]), tap(yi, xi)])
+             for yi, wy in ((yl, hy), (yh, ly)) for xi, wx in ((xl, hx), (xh, lx))]
+    value = b.op("Add", [b.op("Add", [b.op("Add", [terms[0], terms[1]]), terms[2]]), terms[3]])
+    count = b.cast(b.op("Mul", [cnt_x, cnt_y]), f32)
+    value = b.op("Div", [value, b.unsqueeze(count, [-1])])
+    value = b.op("Where", [b.unsqueeze(valid, [-1]), value, _f(b, 0.0)])
+    y_out = b.reduce("ReduceSum", value, [3, 4], keepdims=False)  # [R, ph, pw, C]
+    y_out = b.op("Transpose", [y_out], {"perm": [0, 3, 1, 2]})
+    return y_out if et.name == "f32" else b.cast(y_out, onnx_dtype(et))

@@ -30,7 +30,7 @@ def _col(b: GraphBuilder, rois: ir.Value, k: int) -> ir.Value:
     return b.reshape(b.slice(rois, [k], [k + 1], [1]), [-1, 1])  # [R, 1]
 
 
-def _round_half_away(b: GraphBuilder, v: ir.Value) -> ir.Value:
+def round_half_away(b: GraphBuilder, v: ir.Value) -> ir.Value:
     """std::round: halves go away from zero (ONNX Round goes to even)."""
     t = b.op("Where", [b.op("Less", [v, _f(b, 0.0)]), b.op("Ceil", [v]), b.op("Floor", [v])])  # trunc
     half = b.op("Equal", [b.op("Abs", [b.op("Sub", [v, t])]), _f(b, 0.5)])
@@ -52,7 +52,7 @@ def _max_pool(ctx: LayerContext, data: ir.Value, rois: ir.Value, batch: ir.Value
               pw: int, scale: float) -> ir.Value:
     b = ctx.b
     i64, f32 = ir.DataType.INT64, ir.DataType.FLOAT
-    sw, sh, ew, eh = (b.cast(_round_half_away(b, b.op("Mul", [_col(b, rois, k), _f(b, scale)])), i64)
+    sw, sh, ew, eh = (b.cast(round_half_away(b, b.op("Mul", [_col(b, rois, k), _f(b, scale)])), i64)
                       for k in (1, 2, 3, 4))
     height, width = b.reshape(b.shape_of(data, 2, 3), []), b.reshape(b.shape_of(data, 3, 4), [])
     hs, he = _bins(b, sh, eh, ph, height)
@@ -136,10 +136,26 @@ def _bilinear(b: GraphBuilder, data: ir.Value, rois: ir.Value, batch: ir.Value, 
     return b.op("Transpose", [out], {"perm": [0, 3, 1, 2]})
 
 
+def live_rois(b: GraphBuilder, rois: ir.Value, data: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """([R] batch index, [R] live) of f32 ROI rows (batch id, ...): rows before the first whose batch id truncates
+    to -1 are live; a live row's batch id is clamped into the data's batch, other rows read batch 0."""
+    i64 = ir.DataType.INT64
+    ids = b.reshape(b.cast(b.slice(rois, [0], [1], [1]), i64), [-1])  # [R]
+    count = b.shape_of(rois, 0, 1)
+    r = b.op("Range", [b.i64(0), b.reshape(count, []), b.i64(1)])
+    first_end = b.reduce("ReduceMin", b.op("Where", [b.op("Equal", [ids, b.i64(-1)]), r, b.reshape(count, [])]),
+                         [0], keepdims=True)
+    live = b.op("Less", [r, first_end])
+    batch = b.op("Where", [live, b.op("Min", [b.op("Max", [ids, b.i64(0)]),
+                                              b.op("Sub", [b.reshape(b.shape_of(data, 0, 1), []), b.i64(1)])]),
+                           b.i64(0)])
+    return batch, live
+
+
 @converter("ROIPooling", "opset2", onnx="Loop (max), GatherND (bilinear), Where, ReduceMax")
 def roi_pooling(ctx: LayerContext) -> ir.Value:
     b = ctx.b
-    i64, f32 = ir.DataType.INT64, ir.DataType.FLOAT
+    f32 = ir.DataType.FLOAT
     if "output_size" in ctx.layer.data:
         ph, pw = ctx.attr_ints("output_size")
     else:
@@ -155,15 +171,7 @@ def roi_pooling(ctx: LayerContext) -> ir.Value:
         data = b.cast(data, f32)
     if ctx.input_type(1).name != "f32":
         rois = b.cast(rois, f32)
-    ids = b.reshape(b.cast(b.slice(rois, [0], [1], [1]), i64), [-1])  # [R]
-    count = b.shape_of(rois, 0, 1)
-    r = b.op("Range", [b.i64(0), b.reshape(count, []), b.i64(1)])
-    first_end = b.reduce("ReduceMin", b.op("Where", [b.op("Equal", [ids, b.i64(-1)]), r, b.reshape(count, [])]),
-                         [0], keepdims=True)
-    live = b.op("Less", [r, first_end])
-    batch = b.op("Where", [live, b.op("Min", [b.op("Max", [ids, b.i64(0)]),
-                                              b.op("Sub", [b.reshape(b.shape_of(data, 0, 1), []), b.i64(1)])]),
-                           b.i64(0)])
+    batch, live = live_rois(b, rois, data)
     if method == "max":
         y = _max_pool(ctx, data, rois, batch, live, ph, pw, float(np.float32(ctx.attr_float("spatial_scale"))))
     else:

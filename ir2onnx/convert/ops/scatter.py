@@ -102,6 +102,17 @@ def _axis(ctx: LayerContext, i: int) -> int:
     return ctx.normalize_axis(int(c.reshape(-1)[0]), ctx.input_rank(0))
 
 
+def _skip_when_empty(b: GraphBuilder, data: ir.Value, idx: ir.Value, upd: ir.Value) -> tuple[ir.Value, ...]:
+    """ScatterND inputs writing `upd` at rows `idx` of `data`, or nothing when data has no rows (onnxruntime
+    refuses indices into an empty dimension; OpenVINO ignores them): indices flattened to [M, 1], updates to
+    [M, *data.shape[1:]], both cut to their first M * min(rows, 1) entries."""
+    rows = b.shape_of(data, 0, 1)
+    count = b.op("Mul", [b.reshape(b.op("Size", [idx]), [1]), b.op("Min", [rows, b.i64([1])])])
+    flat_idx = b.slice(b.reshape(idx, [-1, 1]), [0], count, [0])
+    flat_upd = b.slice(b.reshape(upd, b.concat([b.i64([-1]), b.shape_of(data, 1)], 0)), [0], count, [0])
+    return data, flat_idx, flat_upd
+
+
 @converter("ScatterUpdate", "opset3")
 def scatter_update(ctx: LayerContext) -> ir.Value:
     """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
@@ -117,7 +128,11 @@ def scatter_update(ctx: LayerContext) -> ir.Value:
         # updates: [data[:axis], idx..., data[axis+1:]] -> [idx..., data[:axis], data[axis+1:]]
         uperm = list(range(axis, axis + irank)) + list(range(axis)) + list(range(axis + irank, urank))
         upd = b.op("Transpose", [upd], {"perm": uperm})
-    y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
+    dims = ctx.input_dims(0)
+    if axis < len(dims) and dims[axis] is not None and dims[axis] > 0:
+        y = b.op("ScatterND", [data, b.unsqueeze(idx, [-1]), upd])
+    else:  # the axis may be empty (a TensorList buffer before its first write): then OpenVINO returns data as is
+        y = b.op("ScatterND", list(_skip_when_empty(b, data, idx, upd)))
     if axis:
         y = b.op("Transpose", [y], {"perm": [perm.index(a) for a in range(rank)]})
     return y

@@ -8,6 +8,7 @@ import numpy as np
 import openvino.opset1 as ops1
 import openvino.opset13 as ops
 import pytest
+from openvino.utils.node_factory import NodeFactory
 
 from tests.convert.ops.cases import Case, params, run_case
 
@@ -57,6 +58,8 @@ CASES = [
     Case("logical-and", lambda a, b: ops.logical_and(a, b), [((4,), B), ((4,), B)]),
     Case("logical-or", lambda a, b: ops.logical_or(a, b), [((4,), B), ((4,), B)]),
     Case("logical-xor", lambda a, b: ops.logical_xor(a, b), [((4,), B), ((4,), B)]),
+    Case("xor-1", lambda a, b: NodeFactory("opset1").create("Xor", [a.output(0), b.output(0)],
+                                                             {"auto_broadcast": "numpy"}), [((2, 4), B), ((4,), B)]),
     Case("logical-not", lambda a: ops.logical_not(a), [((4,), B)]),
     Case("select", lambda c, a, b: ops.select(c, a, b), [((2, 3), B), ((2, 3), F), ((3,), F)]),
     Case("negative", lambda a: ops.negative(a), [((2, 3), F)]),

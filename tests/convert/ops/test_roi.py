@@ -1,5 +1,5 @@
 """ROI ops (roi.py) against OpenVINO: every aligned mode, avg and max, fixed and adaptive sampling, ROIs partly or
-wholly outside the map, tiny ROIs, run-time ROIs."""
+wholly outside the map, tiny ROIs, run-time ROIs; ROIAlignRotated in both angle directions."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import openvino.opset3 as ops3
 import openvino.opset9 as ops9
+import openvino.opset15 as ops15
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
@@ -57,4 +58,49 @@ CASES += [
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_roi(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
+
+
+def _rotated_rois(r: int, scale: float = 1.0) -> np.ndarray:
+    c = RNG.random((r, 2)) * np.array([W + 4, H + 4]) / scale - 2
+    wh = (RNG.random((r, 2)) * 9 + 0.2) / scale
+    angle = RNG.uniform(-4, 4, (r, 1))
+    rois = np.concatenate([c, wh, angle], 1).astype(F)
+    rois[0] = [5, 4, 0.4, 0.3, 0.0]  # smaller than a pixel, upright
+    rois[1] = [-6, -5, 2, 3, 1.0]  # outside the map
+    rois[2] = [W - 1, H - 1, 6, 4, 0.5]  # over the far edges
+    rois[3] = [6, 5, 8, 3, np.pi / 2]  # a quarter turn
+    rois[4] = [4, 4, 5, 5, -np.pi]  # half a turn
+    rois[5] = [3, 3, 0, 2, 0.2]  # no width: adaptive sampling takes no samples
+    return rois
+
+
+ROT_ROIS = _rotated_rois(8)
+ROT_BATCH = RNG.integers(0, N, 8).astype(I32)
+ROT_CASES = []
+for clockwise in (False, True):
+    for sr in (0, 1, 2):
+        for scale in (1.0, 0.5):
+            rois = ROT_ROIS if scale == 1.0 else _rotated_rois(8, scale)
+            ROT_CASES.append(Case(
+                f"roi-align-rotated-cw{int(clockwise)}-sr{sr}-scale{scale}",
+                lambda x, s=sr, sc=scale, r=rois, cw=clockwise: ops15.roi_align_rotated(
+                    x, const(r), const(ROT_BATCH, I32), 3, 4, s, sc, cw), [DATA]))
+ROT_CASES += [
+    Case("roi-align-rotated-runtime-rois", lambda x, r, i: ops15.roi_align_rotated(x, r, i, 2, 3, 0, 1.0, True),
+         [DATA, ((8, 5), F), ((8,), I64)],
+         values=[RNG.standard_normal((N, C, H, W)).astype(F), ROT_ROIS, ROT_BATCH.astype(I64)]),
+    Case("roi-align-rotated-pooled1-sr3", lambda x: ops15.roi_align_rotated(
+        x, const(ROT_ROIS), const(ROT_BATCH, I32), 1, 1, 3, 1.0, False), [DATA]),
+    Case("roi-align-rotated-runtime-shape", lambda x: ops15.roi_align_rotated(
+        x, const(ROT_ROIS), const(ROT_BATCH, I32), 2, 2, 0, 1.0, False), [((-1, C, -1, -1), F)],
+         values=[RNG.standard_normal((N, C, H, W)).astype(F)]),
+    Case("roi-align-rotated-f16", lambda x: ops15.roi_align_rotated(
+        x, const(ROT_ROIS, F16), const(ROT_BATCH, I32), 2, 2, 2, 1.0, True), [((N, C, H, W), F16)],
+         rtol=1e-3, atol=1e-3),
+]
+
+
+@pytest.mark.parametrize("case", params(ROT_CASES))
+def test_roi_align_rotated(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)

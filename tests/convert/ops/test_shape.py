@@ -103,6 +103,16 @@ CASES = [
          [((4, 3), F), ((2, 3), F)]),
     Case("scatter-update-axis1", lambda a, u: ops.scatter_update(a, const([[2], [0]], I32), u, const(1, I64)),
          [((2, 4, 3), F), ((2, 2, 1, 3), F)]),
+    # a run-time number of rows, none at run time (a TensorList buffer before its first write: OpenVINO returns
+    # the empty data) and some
+    Case("scatter-update-runtime-rows-empty", lambda a, i, u: ops.scatter_update(a, i, u, const(0, I64)),
+         [((-1, 3), F), ((1,), I32), ((1, 3), F)],
+         values=[np.zeros((0, 3), F), np.array([0], I32), np.ones((1, 3), F)]),
+    Case("scatter-update-runtime-rows", lambda a, i, u: ops.scatter_update(a, i, u, const(0, I64)),
+         [((-1, 3), F), ((2,), I32), ((2, 3), F)],
+         values=[np.zeros((4, 3), F), np.array([3, 1], I32), np.arange(6, dtype=F).reshape(2, 3)]),
+    Case("scatter-update-runtime-axis1-empty", lambda a, u: ops.scatter_update(a, const([[0, 1]], I64), u, const(1, I64)),
+         [((2, -1), F), ((2, 1, 2), F)], values=[np.zeros((2, 0), F), np.ones((2, 1, 2), F)]),
     Case("scatter-nd-update", lambda a, u: ops.scatter_nd_update(a, const([[1, 2], [0, 0]], I64), u),
          [((2, 3, 4), F), ((2, 4), F)]),
     Case("scatter-elements-update", lambda a, u: ops.scatter_elements_update(a, const([[1, 0, 2]], I64), u,
