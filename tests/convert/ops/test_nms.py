@@ -1,5 +1,5 @@
-"""NonMaxSuppression v1/v3/v4/v5/v9 (nms.py) against OpenVINO: ties, threshold equality, flipped and centre boxes,
-run-time thresholds, both sort orders, output types."""
+"""NonMaxSuppression v1/v3/v4/v5/v9 (nms.py, nms_soft.py) against OpenVINO: ties, threshold equality, flipped and
+centre boxes, run-time thresholds, both sort orders, output types, soft NMS."""
 
 from __future__ import annotations
 
@@ -13,11 +13,8 @@ import openvino.opset5 as ops5
 import openvino.opset9 as ops9
 import pytest
 
-import ir2onnx
-from ir2onnx.errors import LayerConversionError
 from tests.convert.ops.cases import Case, const, params, run_case
 from tests.convert.ops.reference import run_against_numpy
-from tests.utils import save_ir
 
 F, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
 RNG = np.random.default_rng(11)
@@ -87,20 +84,54 @@ def test_nms(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
 
 
-@pytest.mark.parametrize("sigma", [pytest.param(0.5, id="constant"), pytest.param(None, id="runtime")])
-def test_soft_nms_refused(tmp_path: Path, sigma: float | None) -> None:
-    b = ops9.parameter([1, 5, 4], F)
-    s = ops9.parameter([1, 2, 5], F)
-    params_ = [b, s]
-    if sigma is None:
-        sig = ops9.parameter([], F)
-        params_.append(sig)
-    else:
-        sig = const(sigma, F)
-    n = ops9.non_max_suppression(b, s, *_thr(5, 0.5, 0.0), sig)
-    import openvino as ov
-    with pytest.raises(LayerConversionError, match="soft"):
-        ir2onnx.convert(save_ir(ov.Model(n.outputs(), params_), tmp_path))
+def _soft(mx: int, iou: float, score: float, sigma: float) -> list:
+    return [*_thr(mx, iou, score), const(sigma, F)]
+
+
+# duplicated boxes and scores: equal decayed scores, ties broken by box index
+DUP = _random(2, 3, 16, False)
+DUP[0][:, 5], DUP[0][:, 9] = DUP[0][:, 2], DUP[0][:, 2]
+DUP[1][..., 5], DUP[1][..., 9] = DUP[1][..., 2], DUP[1][..., 2]
+
+SOFT = [
+    _case("soft9-ties", lambda b, s: ops9.non_max_suppression(b, s, *_soft(10, 0.5, 0.0, 0.5)),
+          [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-ties-threshold", lambda b, s: ops9.non_max_suppression(b, s, *_soft(10, 0.5, 0.35, 0.5)),
+          [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-duplicates", lambda b, s: ops9.non_max_suppression(b, s, *_soft(12, 0.3, 0.05, 0.3)), DUP),
+    _case("soft9-duplicates-unsorted", lambda b, s: ops9.non_max_suppression(
+        b, s, *_soft(12, 0.3, 0.05, 0.3), sort_result_descending=False), DUP),
+    _case("soft5-i32-unsorted", lambda b, s: ops5.non_max_suppression(
+        b, s, *_soft(4, 0.5, 0.1, 1.0), sort_result_descending=False, output_type="i32"), _random(2, 2, 10, False)),
+    _case("soft5-center", lambda b, s: ops5.non_max_suppression(b, s, *_soft(6, 0.5, 0.1, 0.2), "center"),
+          _random(1, 3, 20, True)),
+    _case("soft9-flipped-small-sigma", lambda b, s: ops9.non_max_suppression(b, s, *_soft(20, 0.0, 0.0, 0.05)),
+          _random(2, 2, 15, False, flip=True)),
+    _case("soft9-max-above-boxes", lambda b, s: ops9.non_max_suppression(b, s, *_soft(100, 0.5, 0.2, 0.5)),
+          _random(1, 2, 7, False)),
+    _case("soft9-negative-score-threshold", lambda b, s: ops9.non_max_suppression(
+        b, s, *_soft(8, 0.5, -1.0, 0.4)), _random(1, 2, 9, False)),
+    _case("soft9-sigma-negative-is-hard", lambda b, s: ops9.non_max_suppression(b, s, *_soft(5, 0.4, 0.1, -1.0)),
+          _random(2, 2, 12, False)),
+    _case("soft9-f16", lambda b, s: ops9.non_max_suppression(b, s, *_soft(5, 0.5, 0.1, 0.5)),
+          _random(1, 2, 12, False), dtype=F16),
+    _case("soft9-runtime-all", lambda b, s, m, i, t, g: ops9.non_max_suppression(b, s, m, i, t, g),
+          _random(2, 3, 20, False), extra=[np.array(5, I64), np.array(0.4, F), np.array(0.15, F), np.array(0.5, F)]),
+    _case("soft9-runtime-center", lambda b, s, m, g: ops9.non_max_suppression(
+        b, s, m, const(0.5, F), const(0.0, F), g, box_encoding="center"),
+          _random(1, 2, 14, True), extra=[np.array([7], I32), np.array([0.3], F)]),
+    _case("soft9-runtime-sigma0", lambda b, s, g: ops9.non_max_suppression(b, s, *_thr(6, 0.5, 0.1), g),
+          [TIE_BOXES, TIE_SCORES], extra=[np.array(0.0, F)]),
+    _case("soft9-runtime-sigma-negative", lambda b, s, g: ops9.non_max_suppression(b, s, *_thr(6, 0.3, 0.0), g),
+          _random(2, 2, 12, False), extra=[np.array(-0.5, F)]),
+    _case("soft9-runtime-sigma-iou0", lambda b, s, g: ops9.non_max_suppression(b, s, *_thr(6, 0.0, 0.0), g),
+          [TIE_BOXES, TIE_SCORES], extra=[np.array(0.0, F)]),
+]
+
+
+@pytest.mark.parametrize("case", params(SOFT))
+def test_soft_nms(tmp_path: Path, case: Case) -> None:
+    run_case(case, tmp_path)
 
 
 EMPTY = [
@@ -108,6 +139,15 @@ EMPTY = [
     _case("nms9-max0", lambda b, s: ops9.non_max_suppression(b, s, *_thr(0, 0.5, 0.0)), [TIE_BOXES, TIE_SCORES]),
     _case("nms5-all-below-threshold", lambda b, s: ops5.non_max_suppression(b, s, *_thr(5, 0.5, 0.99)),
           [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-all-below-threshold", lambda b, s: ops9.non_max_suppression(b, s, *_soft(5, 0.5, 0.99, 0.5)),
+          [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-max0", lambda b, s: ops9.non_max_suppression(b, s, *_soft(0, 0.5, 0.0, 0.5)),
+          [TIE_BOXES, TIE_SCORES]),
+    _case("soft9-no-boxes", lambda b, s: ops9.non_max_suppression(b, s, *_soft(3, 0.5, 0.0, 0.5)),
+          [np.zeros((2, 0, 4), F), np.zeros((2, 3, 0), F)]),
+    _case("soft9-runtime-nothing-selected", lambda b, s, m, g: ops9.non_max_suppression(
+        b, s, m, const(0.5, F), const(0.95, F), g), [TIE_BOXES, TIE_SCORES],
+          extra=[np.array(3, I64), np.array(0.5, F)]),
 ]
 
 
