@@ -164,8 +164,13 @@ def main() -> None:
         for mode in ("reference", "copy"):
             out = d / "out" / "model.onnx" if mode == "copy" else d / "model.onnx"
             cmd = [sys.executable, "-m", "ir2onnx", "convert", str(xml), "-o", str(out), "--weights", mode, "--quiet"]
-            run_measured(cmd)  # warm-up
-            runs = [run_measured(cmd) for _ in range(args.repeat)]
+            def fresh() -> dict[str, float]:  # into a new file, as the copy of the .bin above (no old output to free)
+                for old in out.parent.glob(out.name + "*"):
+                    old.unlink()
+                return run_measured(cmd)
+
+            fresh()  # warm-up
+            runs = [fresh() for _ in range(args.repeat)]
             wall = statistics.median(r["wall"] for r in runs)
             cpu = statistics.median(r["cpu"] for r in runs)
             anon = max(r["anon_mb"] for r in runs)
