@@ -8,8 +8,12 @@ ONNX Resize computes nearest (four of the five nearest modes), linear_onnx, line
 coordinate modes ONNX shares; scales, sizes and axes may then be run-time values. OpenVINO's CPU plugin ignores
 `antialias` for linear (its reference implementation widens the triangle filter instead): ir2onnx follows the
 plugin. Everything else (tf_half_pixel_for_nn, nearest_mode simple, bilinear/bicubic_pillow (which the plugin
-computes with half_pixel coordinates whatever the attribute says), types onnxruntime cannot resize) is computed from per-axis source indices (Gather) or weight matrices (MatMul), which needs the
-input and output sizes at conversion time.
+computes with half_pixel coordinates whatever the attribute says), nearest on types onnxruntime cannot resize) is
+computed from per-axis source indices (Gather) or weight matrices (MatMul), which needs the input and output sizes
+at conversion time.
+
+The plugin computes f64, f16 and bf16 in f32 and casts back, and integers (but for nearest, a copy) in f32, then
+rounds half to even and saturates: the converted graph does the same around Resize or the per-axis form.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.resize_weights import AxisSpec, nearest_indices, pillow_matrix, weight_matrix
 from ir2onnx.convert.registry import converter
+from ir2onnx.ir.element_types import ELEMENT_TYPES, ElementType
 
 _ONNX_COORDS = {"half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"}
 _ONNX_NEAREST = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}
@@ -27,6 +33,7 @@ _MODES = {"nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicub
 _COORDS = _ONNX_COORDS | {"tf_half_pixel_for_nn"}
 _NEARESTS = _ONNX_NEAREST | {"simple"}
 _RESIZE_TYPES = {"nearest": {"f32", "f16", "i32", "i8", "u8"}, "other": {"f32", "f16"}}
+_INTS = {"i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"}
 _SIZE_EPS = 1e-5  # OpenVINO's output length in scales mode: floor(length * scale + 1e-5)
 
 
@@ -101,19 +108,57 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     target = ctx.const(target_i)
     in_dims = _static_dims(ctx, at)
     et = ctx.input_type(0)
+    via_f32 = _via_float32(at, et)
+    if via_f32:
+        x = b.cast(x, ir.DataType.FLOAT)
+    ct = ELEMENT_TYPES["f32"] if via_f32 else et
     kind = "nearest" if at.mode == "nearest" else "other"
-    resize_ok = et.name in _RESIZE_TYPES[kind] and at.coord in _ONNX_COORDS and \
+    resize_ok = ct.name in _RESIZE_TYPES[kind] and at.coord in _ONNX_COORDS and \
         (at.mode == "nearest" and at.nearest in _ONNX_NEAREST or at.mode in ("linear", "linear_onnx", "cubic"))
     plan = None
     if axes is not None and target is not None and in_dims is not None:
         plan = _static_plan(at, axes, target.reshape(-1), in_dims)
     if resize_ok:
-        return _resize(ctx, at, x, rank, axes, axes_i, target_i, plan)
-    if plan is None:
+        y = _resize(ctx, at, x, rank, axes, axes_i, target_i, plan)
+    elif plan is None:
         raise ctx.error(f"Interpolate mode={at.mode}, coordinate_transformation_mode={at.coord}, "
                         f"nearest_mode={at.nearest} on {et.name} has no ONNX Resize equivalent; its per-axis form "
                         "needs constant axes, target and input dims")
-    return _separable(ctx, at, x, plan, et.numpy)
+    else:
+        y = _separable(ctx, at, x, plan, ct.numpy)
+    return _from_float32(ctx, y, et) if via_f32 else y
+
+
+def _via_float32(at: _Attrs, et: ElementType) -> bool:
+    """Whether the plugin computes this Interpolate in f32 and converts the result back.
+
+    It does for f64, f16 and bf16 in every mode, and for integers in every mode but nearest (which copies
+    elements; a float round trip would lose large integers); pillow modes on 8-bit integers follow a
+    fixed-point path of their own and stay on the integer (refused) path.
+    """
+    if et.name in ("f64", "f16", "bf16"):
+        return True
+    if et.name in _INTS and at.mode != "nearest":
+        return not (et.bits == 8 and at.mode in ("bilinear_pillow", "bicubic_pillow"))
+    return False
+
+
+def _from_float32(ctx: LayerContext, y: ir.Value, et: ElementType) -> ir.Value:
+    """The plugin's conversion of an f32 result back: a plain cast for floats; for integers rounding half to
+    even, then saturation to the type's range."""
+    b = ctx.b
+    to = onnx_dtype(et)
+    if et.is_float:
+        return b.cast(y, to)
+    info = np.iinfo(et.numpy)
+    y = b.op("Round", [y])
+    if et.bits <= 16:
+        return b.cast(b.op("Clip", [y, b.const(np.float32(info.min)), b.const(np.float32(info.max))]), to)
+    if et.bits == 32:
+        # f32 cannot hold the 32-bit bounds; saturate in int64
+        y64 = b.cast(y, ir.DataType.INT64)
+        return b.cast(b.op("Clip", [y64, b.const(np.int64(info.min)), b.const(np.int64(info.max))]), to)
+    return b.cast(y, to)
 
 
 def _static_dims(ctx: LayerContext, at: _Attrs) -> list[int] | None:

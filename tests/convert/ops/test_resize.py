@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import openvino.opset1 as ops1
 import openvino.opset10 as ops4  # Interpolate-4 (opset4's Python binding builds Interpolate-1)
@@ -14,6 +15,7 @@ import pytest
 from tests.convert.ops.cases import Case, const, params, run_case
 
 F, F16, F64, I32, I64, U8 = np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8
+BF16 = ml_dtypes.bfloat16
 X = ((1, 2, 5, 7), F)
 AXES23 = [2, 3]
 
@@ -73,6 +75,13 @@ CASES += [
          rtol=1e-2, atol=1e-2),
     Case("v11-cubic-f64", lambda x: ops11.interpolate(x, const([7, 3], I64), "cubic", "sizes",
                                                       axes=const(AXES23, I64)), [((1, 3, 4, 5), F64)], rtol=1e-4),
+    # pads before a cast to f32 (f64 computed as f32), static pillow matrices on i32
+    Case("v11-bicubic-pillow-i32", lambda x: ops11.interpolate(x, const([7, 3], I64), "bicubic_pillow", "sizes",
+                                                               axes=const(AXES23, I64)), [((1, 3, 4, 5), I32)],
+         values=[np.random.default_rng(3).integers(-1000, 1000, (1, 3, 4, 5)).astype(I32)]),
+    Case("v11-bilinear-pillow-f64-pads", lambda x: ops11.interpolate(
+        x, const([7, 3], I64), "bilinear_pillow", "sizes", pads_begin=[0, 0, 1, 0], pads_end=[0, 0, 0, 1],
+        axes=const(AXES23, I64)), [((1, 3, 4, 5), F64)]),
     # Interpolate-4: sizes and scales inputs both present
     Case("v4-nearest-sizes", lambda x: ops4.interpolate(x, const([9, 3], I64), const([2.0, 0.5], F), "nearest", "sizes",
                                                         axes=const(AXES23, I64)), [X]),
@@ -88,6 +97,46 @@ CASES += [
     Case("v4-no-axes", lambda x: ops4.interpolate(x, const([1, 2, 8, 8], I64), const([1, 1, 1, 1], F), "linear_onnx",
                                                   "sizes"), [X]),
 ]
+
+# element types the plugin computes in f32 (f64, f16, bf16; integers but for nearest), with run-time scales and
+# sizes: the f32 result is cast back (floats) or rounded half to even and saturated (integers); integers span
+# their whole range so that cubic overshoot saturates
+_RT = np.random.default_rng(4)
+
+
+def _values(dtype: object, shape: tuple[int, ...]) -> np.ndarray:
+    dt = np.dtype(dtype)  # type: ignore[call-overload]
+    if dt.kind == "f" or dt.name == "bfloat16":
+        return (_RT.standard_normal(shape) * 4).astype(dt)
+    info = np.iinfo(dt)
+    # wider integers stay small. onnxruntime's cubic weights differ from the plugin's in the last bits (see the
+    # f32 cubic tolerances); a sum within that of a .5 tie rounds the other way, so such values are avoided
+    lo, hi = (info.min, info.max) if dt.itemsize == 1 else (-1000, 1000)
+    v = _RT.integers(lo, hi, shape, endpoint=True)
+    v.flat[::3] = np.where(_RT.random(v.size)[::3] < 0.5, lo, hi)
+    return v.astype(dt)
+
+
+for dtype, mode in itertools.product([F64, F16, BF16, np.int8, U8, I32, I64],
+                                     ["nearest", "linear", "linear_onnx", "cubic"]):
+    if dtype is I64 and mode == "nearest":
+        continue  # needs constant targets (Gather per axis); onnxruntime's Resize has no int64
+    name = np.dtype(dtype).name
+    # ORT's and the plugin's f32 linear/cubic differ in the last bits (one f16 step after the cast back)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if mode != "nearest" and dtype is F64 else \
+        {"rtol": 2e-3, "atol": 1e-3} if mode != "nearest" and dtype is F16 else \
+        {"rtol": 1e-2, "atol": 1e-2} if mode != "nearest" and dtype is BF16 else {}
+    # the Python API takes no bf16 arrays: bf16 comes from a Convert of an f32 input, and goes back to f32
+    to_in = (lambda x: ops1.convert(x, "bf16")) if dtype is BF16 else (lambda x: x)
+    to_out = (lambda y: ops1.convert(y, "f32")) if dtype is BF16 else (lambda y: y)
+    in_dtype = F if dtype is BF16 else dtype
+    CASES.append(Case(f"v11-{mode}-{name}-runtime-scales", lambda x, s, m=mode, i=to_in, o=to_out: o(ops11.interpolate(
+        i(x), s, m, "scales", axes=const(AXES23, I64))), [((1, 2, 5, 7), in_dtype), ((2,), F)],
+        values=[_values(in_dtype, (1, 2, 5, 7)), np.array([1.6, 0.7], F)], **tol))
+    CASES.append(Case(f"v11-{mode}-{name}-runtime-sizes", lambda x, s, m=mode, i=to_in, o=to_out: o(ops11.interpolate(
+        i(x), s, m, "sizes", axes=const(AXES23, I64), coordinate_transformation_mode="align_corners")),
+        [((1, 2, 5, 7), in_dtype), ((2,), I64)], values=[_values(in_dtype, (1, 2, 5, 7)), np.array([3, 11], I64)],
+        **tol))
 
 # Interpolate-1: every mode, align_corners, pads (half_pixel / asymmetric choice), 4-D spatial and other axes
 for mode, align, pads, shape, axes, sizes in [
