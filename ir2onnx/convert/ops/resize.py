@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import float_function
 from ir2onnx.convert.ops.resize_weights import AxisSpec, nearest_indices, pillow_matrix, weight_matrix
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ELEMENT_TYPES, ElementType
@@ -109,8 +109,6 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     in_dims = _static_dims(ctx, at)
     et = ctx.input_type(0)
     via_f32 = _via_float32(at, et)
-    if via_f32:
-        x = b.cast(x, ir.DataType.FLOAT)
     ct = ELEMENT_TYPES["f32"] if via_f32 else et
     kind = "nearest" if at.mode == "nearest" else "other"
     resize_ok = ct.name in _RESIZE_TYPES[kind] and at.coord in _ONNX_COORDS and \
@@ -118,15 +116,21 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     plan = None
     if axes is not None and target is not None and in_dims is not None:
         plan = _static_plan(at, axes, target.reshape(-1), in_dims)
-    if resize_ok:
-        y = _resize(ctx, at, x, rank, axes, axes_i, target_i, plan)
-    elif plan is None:
+    if not resize_ok and plan is None:
         raise ctx.error(f"Interpolate mode={at.mode}, coordinate_transformation_mode={at.coord}, "
                         f"nearest_mode={at.nearest} on {et.name} has no ONNX Resize equivalent; its per-axis form "
                         "needs constant axes, target and input dims")
-    else:
-        y = _separable(ctx, at, x, plan, ct.numpy)
-    return _from_float32(ctx, y, et) if via_f32 else y
+
+    def compute(v: ir.Value) -> ir.Value:
+        if resize_ok:
+            return _resize(ctx, at, v, rank, axes, axes_i, target_i, plan)
+        return _separable(ctx, at, v, plan, ct.numpy)  # type: ignore[arg-type]
+
+    if not via_f32:
+        return compute(x)
+    if et.name == "f64":
+        return b.cast(compute(b.cast(x, ir.DataType.FLOAT)), ir.DataType.DOUBLE)
+    return float_function(ctx, x, et, compute)  # f16/bf16 cast back; integers rounded half to even, saturated
 
 
 def _via_float32(at: _Attrs, et: ElementType) -> bool:
@@ -141,24 +145,6 @@ def _via_float32(at: _Attrs, et: ElementType) -> bool:
     if et.name in _INTS and at.mode != "nearest":
         return not (et.bits == 8 and at.mode in ("bilinear_pillow", "bicubic_pillow"))
     return False
-
-
-def _from_float32(ctx: LayerContext, y: ir.Value, et: ElementType) -> ir.Value:
-    """The plugin's conversion of an f32 result back: a plain cast for floats; for integers rounding half to
-    even, then saturation to the type's range."""
-    b = ctx.b
-    to = onnx_dtype(et)
-    if et.is_float:
-        return b.cast(y, to)
-    info = np.iinfo(et.numpy)
-    y = b.op("Round", [y])
-    if et.bits <= 16:
-        return b.cast(b.op("Clip", [y, b.const(np.float32(info.min)), b.const(np.float32(info.max))]), to)
-    if et.bits == 32:
-        # f32 cannot hold the 32-bit bounds; saturate in int64
-        y64 = b.cast(y, ir.DataType.INT64)
-        return b.cast(b.op("Clip", [y64, b.const(np.int64(info.min)), b.const(np.int64(info.max))]), to)
-    return b.cast(y, to)
 
 
 def _static_dims(ctx: LayerContext, at: _Attrs) -> list[int] | None:
