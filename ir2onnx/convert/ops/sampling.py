@@ -1,10 +1,18 @@
-"""GridSample (9)."""
+"""GridSample (9).
+
+The CPU plugin samples integer data in f32 and converts back: 8/16-bit results rounded half to even and saturated,
+wider ones truncated toward zero and saturated (checked on ties and negatives); nearest on wider integers copies
+elements, which a round trip through f32 would not (values past 2^24), so it stays refused.
+"""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.precision import float_function
 from ir2onnx.convert.registry import converter
 
 _MODES_20 = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
@@ -22,4 +30,22 @@ def grid_sample(ctx: LayerContext) -> ir.Value:
         raise ctx.error("GridSample needs a 4-D input")
     attrs = {"align_corners": int(ctx.attr_bool("align_corners", False)),
              "mode": _MODES_20[mode] if ctx.opset >= 20 else mode, "padding_mode": padding}
-    return ctx.b.op("GridSample", ctx.inputs[:2], attrs)
+    b = ctx.b
+    et = ctx.input_type(0)
+
+    def sample(x: ir.Value) -> ir.Value:
+        return b.op("GridSample", [x, ctx.inputs[1]], attrs)
+
+    if et.is_float:
+        return sample(ctx.inputs[0])
+    if et.bits <= 16:
+        return float_function(ctx, ctx.inputs[0], et, sample)
+    if mode == "nearest":
+        raise ctx.error(f"GridSample nearest on {et.name} copies elements that f32 cannot hold exactly; "
+                        "onnxruntime's GridSample has no integer kernel")
+    # truncated toward zero (Cast) after saturation in f64
+    y = b.cast(sample(b.cast(ctx.inputs[0], ir.DataType.FLOAT)), ir.DataType.DOUBLE)
+    info = np.iinfo(et.numpy)
+    hi = float(info.max) if et.bits < 64 else float(np.nextafter(np.float64(info.max), 0))
+    y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
+    return b.cast(y, onnx_dtype(et))
