@@ -1,8 +1,9 @@
 """GridSample (9).
 
-The CPU plugin samples integer data in f32 and converts back: 8/16-bit results rounded half to even and saturated,
-wider ones truncated toward zero and saturated (checked on ties and negatives); nearest on wider integers copies
-elements, which a round trip through f32 would not (values past 2^24), so it stays refused.
+The CPU plugin samples integer data in f32 and converts back: 8-bit results rounded half to even and saturated,
+wider ones truncated toward zero, then 16-bit ones wrapped and 32/64-bit ones saturated (checked on ties,
+negatives and bicubic overshoot). Nearest copies elements, which a round trip through f32 does not for values
+past 2^24: on 32/64-bit integers it is refused.
 """
 
 from __future__ import annotations
@@ -38,13 +39,16 @@ def grid_sample(ctx: LayerContext) -> ir.Value:
 
     if et.is_float:
         return sample(ctx.inputs[0])
-    if et.bits <= 16:
+    if et.bits == 8:
         return float_function(ctx, ctx.inputs[0], et, sample)
-    if mode == "nearest":
+    if mode == "nearest" and et.bits > 16:
         raise ctx.error(f"GridSample nearest on {et.name} copies elements that f32 cannot hold exactly; "
                         "onnxruntime's GridSample has no integer kernel")
+    y = sample(b.cast(ctx.inputs[0], ir.DataType.FLOAT))
+    if et.bits == 16:  # truncated to int32, then wrapped (bicubic overshoot past 32767 comes back negative)
+        return b.cast(b.cast(y, ir.DataType.INT32), onnx_dtype(et))
     # truncated toward zero (Cast) after saturation in f64
-    y = b.cast(sample(b.cast(ctx.inputs[0], ir.DataType.FLOAT)), ir.DataType.DOUBLE)
+    y = b.cast(y, ir.DataType.DOUBLE)
     info = np.iinfo(et.numpy)
     hi = float(info.max) if et.bits < 64 else float(np.nextafter(np.float64(info.max), 0))
     y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
