@@ -15,6 +15,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
+from ir2onnx.convert.ops.precision import float_function
 from ir2onnx.convert.ops.window import Arith, Vec, Window, dilated, spatial_dims
 from ir2onnx.convert.registry import converter
 
@@ -240,19 +241,23 @@ def _back(ctx: LayerContext, x: ir.Value, perm: list[int] | None) -> ir.Value:
 @converter("AdaptiveAvgPool", "opset8")
 def adaptive_avg_pool(ctx: LayerContext) -> ir.Value:
     """Axis by axis (the mean of a box is the mean of its per-axis means): a MatMul with the bins' averaging
-    matrix, built at run time from the input's length and the output size."""
+    matrix, built at run time from the input's length and the output size. Integers are averaged in f32, then
+    rounded half to even, as the CPU plugin does."""
     b = ctx.b
     rank = ctx.input_rank(0)
     et = ctx.input_type(0)
-    if not et.is_float:
-        raise ctx.error(f"AdaptiveAvgPool on {et.name} is not supported")
-    x = ctx.inputs[0]
-    for i in range(rank - 2):
-        mask, count = _bin_mask(ctx, 2 + i, i)
-        weights = b.op("Div", [b.cast(mask, onnx_dtype(et)), b.cast(count, onnx_dtype(et))])
-        moved, perm = _to_last(ctx, x, 2 + i, rank)
-        x = _back(ctx, b.op("MatMul", [moved, b.op("Transpose", [weights], {"perm": [1, 0]})]), perm)
-    return x
+
+    def pool(x: ir.Value, to: ir.DataType) -> ir.Value:
+        for i in range(rank - 2):
+            mask, count = _bin_mask(ctx, 2 + i, i)
+            weights = b.op("Div", [b.cast(mask, to), b.cast(count, to)])
+            moved, perm = _to_last(ctx, x, 2 + i, rank)
+            x = _back(ctx, b.op("MatMul", [moved, b.op("Transpose", [weights], {"perm": [1, 0]})]), perm)
+        return x
+
+    if et.is_float:
+        return pool(ctx.inputs[0], onnx_dtype(et))
+    return float_function(ctx, ctx.inputs[0], et, lambda v: pool(v, ir.DataType.FLOAT))
 
 
 @converter("AdaptiveMaxPool", "opset8")

@@ -187,6 +187,12 @@ ADAPTIVE_CASES = [
          values=[rand((2, 2, 7, 9)), np.array([3, 4], I32)]),
     Case("adaptive-max-dynamic-runtime-size", lambda x, s: ops8.adaptive_max_pool(x, s, "i32"),
          [((-1, 2, -1, -1), F), ((2,), I64)], values=[rand((2, 2, 7, 9)), np.array([4, 2], I64)]),
+    # integers: averaged in f32 and rounded half to even; bins of 2, 4 and 6 elements make exact ties
+    *[Case(f"adaptive-avg-{np.dtype(dt).name}-{'x'.join(map(str, size))}",
+           lambda x, s=size: ops8.adaptive_avg_pool(x, const(s, I64)), [((2, 3, 4, 12), dt)],
+           values=[np.random.default_rng(5).integers(0 if np.dtype(dt).kind == "u" else -9, 10, (2, 3, 4, 12))
+                   .astype(dt)])
+      for dt in (np.int8, np.uint8, np.int16, np.int32, np.int64) for size in ([2, 6], [1, 2], [4, 3], [3, 5])],
     Case("adaptive-max-ties", lambda x: ops8.adaptive_max_pool(x, const([2, 2], I64), "i32"), [((1, 1, 4, 4), F)],
          values=[np.array([[[[1, 1, 0, 2], [1, 0, 2, 2], [3, 3, 1, 1], [3, 3, 1, 1]]]], F)]),
 ]
