@@ -114,6 +114,8 @@ def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
     if axis > 0:
         inner = b.op("ReduceProd", [b.shape_of(ctx.inputs[0], axis)], {"keepdims": 1})
         idx = b.op("Mod", [idx, inner])
+    if not et.is_float and et.name != "i64":
+        x = b.cast(x, onnx_dtype(et))
     out_et = ctx.output_type(1)
     if out_et.name != "i64":
         idx = b.cast(idx, onnx_dtype(out_et))
@@ -267,10 +269,12 @@ def adaptive_max_pool(ctx: LayerContext) -> list[ir.Value]:
     b = ctx.b
     rank = ctx.input_rank(0)
     et = ctx.input_type(0)
-    if not et.is_float:
-        raise ctx.error(f"AdaptiveMaxPool on {et.name} is not supported")
-    low = b.const(np.asarray(-np.inf, et.numpy))
     x = ctx.inputs[0]
+    if et.is_float:
+        low = b.const(np.asarray(-np.inf, et.numpy))
+    else:  # integers in int64, outside positions below every narrower value (int64's own minimum excepted)
+        x = x if et.name == "i64" else b.cast(x, ir.DataType.INT64)
+        low = b.const(np.asarray(np.iinfo(np.int64).min, np.int64))
     index: ir.Value | None = None  # flat index within the axes already pooled
     inner: ir.Value = b.i64(1)  # their input extent
     for axis in reversed(range(2, rank)):
@@ -287,6 +291,8 @@ def adaptive_max_pool(ctx: LayerContext) -> list[ir.Value]:
             index = pos
         index = _back(ctx, index, perm)
         inner = b.op("Mul", [inner, b.shape_of(ctx.inputs[0], axis, axis + 1)])
+    if not et.is_float and et.name != "i64":
+        x = b.cast(x, onnx_dtype(et))
     out_et = ctx.output_type(1)
     idx = index if out_et.name == "i64" else b.cast(index, onnx_dtype(out_et))  # type: ignore[arg-type]
     set_value_type(idx, out_et)

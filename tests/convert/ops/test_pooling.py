@@ -193,6 +193,11 @@ ADAPTIVE_CASES = [
            values=[np.random.default_rng(5).integers(0 if np.dtype(dt).kind == "u" else -9, 10, (2, 3, 4, 12))
                    .astype(dt)])
       for dt in (np.int8, np.uint8, np.int16, np.int32, np.int64) for size in ([2, 6], [1, 2], [4, 3], [3, 5])],
+    *[Case(f"adaptive-max-{np.dtype(dt).name}-{'x'.join(map(str, size))}-{idx}",
+           lambda x, s=size, i=idx: ops8.adaptive_max_pool(x, const(s, I64), i), [((2, 3, 4, 12), dt)],
+           values=[np.random.default_rng(6).integers(0 if np.dtype(dt).kind == "u" else -3, 4, (2, 3, 4, 12))
+                   .astype(dt)])
+      for dt in (np.int8, np.uint8, np.int16, np.int32, np.int64) for size in ([2, 6], [3, 5]) for idx in ("i32",)],
     Case("adaptive-max-ties", lambda x: ops8.adaptive_max_pool(x, const([2, 2], I64), "i32"), [((1, 1, 4, 4), F)],
          values=[np.array([[[[1, 1, 0, 2], [1, 0, 2, 2], [3, 3, 1, 1], [3, 3, 1, 1]]]], F)]),
 ]
