@@ -7,10 +7,10 @@ refused (OpenVINO cannot run it either).
 ONNX Resize computes nearest (four of the five nearest modes), linear_onnx, linear and cubic with the four
 coordinate modes ONNX shares; scales, sizes and axes may then be run-time values. OpenVINO's CPU plugin ignores
 `antialias` for linear (its reference implementation widens the triangle filter instead): ir2onnx follows the
-plugin. Everything else (tf_half_pixel_for_nn, nearest_mode simple, bilinear/bicubic_pillow (which the plugin
-computes with half_pixel coordinates whatever the attribute says), nearest on types onnxruntime cannot resize) is
-computed from per-axis source indices (Gather) or weight matrices (MatMul), which needs the input and output sizes
-at conversion time.
+plugin. Nearest on types onnxruntime cannot resize (i64) resizes the elements' flat positions and gathers. Everything else
+(tf_half_pixel_for_nn, nearest_mode simple, bilinear/bicubic_pillow (which the plugin computes with half_pixel
+coordinates whatever the attribute says)) is computed from per-axis source indices (Gather) or weight matrices
+(MatMul), which needs the input and output sizes at conversion time.
 
 The plugin computes f64, f16 and bf16 in f32 and casts back, and integers (but for nearest, a copy) in f32, then
 rounds half to even and saturates: the converted graph does the same around Resize or the per-axis form.
@@ -116,6 +116,13 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     plan = None
     if axes is not None and target is not None and in_dims is not None:
         plan = _static_plan(at, axes, target.reshape(-1), in_dims)
+    if not resize_ok and plan is None and at.mode == "nearest" and at.nearest in _ONNX_NEAREST and \
+            at.coord in _ONNX_COORDS:
+        # nearest copies elements: Resize the elements' flat positions (int32) and gather
+        flat = b.reshape(b.cast(b.op("Range", [b.i64(0), b.op("Size", [x]), b.i64(1)]), ir.DataType.INT32),
+                         b.shape_of(x))
+        src = _resize(ctx, at, flat, rank, axes, axes_i, target_i, plan)
+        return b.op("Gather", [b.reshape(x, [-1]), src], {"axis": 0})
     if not resize_ok and plan is None:
         raise ctx.error(f"Interpolate mode={at.mode}, coordinate_transformation_mode={at.coord}, "
                         f"nearest_mode={at.nearest} on {et.name} has no ONNX Resize equivalent; its per-axis form "
