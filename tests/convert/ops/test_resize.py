@@ -139,6 +139,14 @@ for dtype, mode in itertools.product([F64, F16, BF16, np.int8, U8, I32, I64],
         ops11.interpolate(i(x), s, m, "sizes", axes=const(AXES23, I64), coordinate_transformation_mode=c)),
         [(shape, in_dtype), ((2,), I64)], values=[_values(in_dtype, shape), np.array(sizes, I64)], **tol))
 
+# the plugin runs i64 nearest through int32 and f32 (2**40 + 5 comes back as 5, 2**31 - 1 as 2147483520): the
+# converted model copies the elements, checked against numpy
+_BIG = np.array([[[[2**40 + 5, -(2**40) - 3, 2**31 + 7, 2**62], [2**31 - 1, 123, -5, -(2**63)]]]], I64)
+CASES.append(Case("v11-nearest-int64-large-values", lambda x, s: ops11.interpolate(x, s, "nearest", "scales",
+                                                                                   axes=const(AXES23, I64)),
+                  [((1, 1, 2, 4), I64), ((2,), F)], values=[_BIG, np.array([2.0, 2.0], F)],
+                  expected=lambda x, s: [x.repeat(2, axis=2).repeat(2, axis=3)]))
+
 # Interpolate-1: every mode, align_corners, pads (half_pixel / asymmetric choice), 4-D spatial and other axes
 for mode, align, pads, shape, axes, sizes in [
     ("nearest", False, False, (1, 2, 5, 7), [2, 3], [9, 4]), ("nearest", True, False, (1, 2, 5, 7), [2, 3], [9, 4]),
