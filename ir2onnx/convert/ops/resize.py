@@ -13,7 +13,8 @@ coordinates whatever the attribute says)) is computed from per-axis source indic
 (MatMul), which needs the input and output sizes at conversion time.
 
 The plugin computes f64, f16 and bf16 in f32 and casts back, and integers (but for nearest, a copy) in f32, then
-rounds half to even and saturates: the converted graph does the same around Resize or the per-axis form.
+rounds half to even and saturates: the converted graph does the same around Resize or the per-axis form. Pillow
+modes on 8-bit integers round and saturate after each axis too, from the last axis to the first (as Pillow does).
 """
 
 from __future__ import annotations
@@ -131,6 +132,12 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     def compute(v: ir.Value) -> ir.Value:
         if resize_ok:
             return _resize(ctx, at, v, rank, axes, axes_i, target_i, plan)
+        if et.name in _INTS and et.bits == 8 and at.mode in ("bilinear_pillow", "bicubic_pillow"):
+            # in f64: a pass's sum can lie within an f32 step of a tie, where onnxruntime's f32 MatMul and the
+            # plugin's sum may round apart
+            wide = b.cast(v, ir.DataType.DOUBLE)
+            y = _separable(ctx, at, wide, plan, np.dtype(np.float64), et)  # type: ignore[arg-type]
+            return b.cast(y, ir.DataType.FLOAT)
         return _separable(ctx, at, v, plan, ct.numpy)  # type: ignore[arg-type]
 
     if not via_f32:
@@ -144,14 +151,9 @@ def _via_float32(at: _Attrs, et: ElementType) -> bool:
     """Whether the plugin computes this Interpolate in f32 and converts the result back.
 
     It does for f64, f16 and bf16 in every mode, and for integers in every mode but nearest (which copies
-    elements; a float round trip would lose large integers); pillow modes on 8-bit integers follow a
-    fixed-point path of their own and stay on the integer (refused) path.
+    elements; a float round trip would lose large integers).
     """
-    if et.name in ("f64", "f16", "bf16"):
-        return True
-    if et.name in _INTS and at.mode != "nearest":
-        return not (et.bits == 8 and at.mode in ("bilinear_pillow", "bicubic_pillow"))
-    return False
+    return et.name in ("f64", "f16", "bf16") or et.name in _INTS and at.mode != "nearest"
 
 
 def _static_dims(ctx: LayerContext, at: _Attrs) -> list[int] | None:
@@ -205,9 +207,13 @@ def _resize(ctx: LayerContext, at: _Attrs, x: ir.Value, rank: int, axes: list[in
 
 
 def _separable(ctx: LayerContext, at: _Attrs, x: ir.Value, plan: list[tuple[int, int, int, float]],
-               dtype: np.dtype) -> ir.Value:
-    """Per axis: Gather of source indices (nearest) or MatMul with a weight matrix."""
+               dtype: np.dtype, passes_in: ElementType | None = None) -> ir.Value:
+    """Per axis: Gather of source indices (nearest) or MatMul with a weight matrix. With `passes_in` (pillow modes
+    on 8-bit integers) the plugin goes from the last axis to the first and rounds half to even and saturates
+    into that type after each axis, as Pillow does."""
     b = ctx.b
+    if passes_in is not None:
+        plan = sorted(plan, reverse=True)
     rank = ctx.input_rank(0)
     spec = AxisSpec(at.mode, at.coord, at.nearest, False, at.cube_coeff)
     if at.mode != "nearest" and dtype.kind != "f":
@@ -232,4 +238,8 @@ def _separable(ctx: LayerContext, at: _Attrs, x: ir.Value, plan: list[tuple[int,
             perm = list(range(rank))
             perm[a], perm[-1] = perm[-1], perm[a]
             x = b.op("Transpose", [b.op("MatMul", [b.op("Transpose", [x], {"perm": perm}), wt])], {"perm": perm})
+        if passes_in is not None:
+            info = np.iinfo(passes_in.numpy)
+            lo, hi = b.const(np.asarray(info.min, dtype)), b.const(np.asarray(info.max, dtype))
+            x = b.op("Clip", [b.op("Round", [x]), lo, hi])
     return x if x is not ctx.inputs[0] else b.identity(x)

@@ -139,6 +139,12 @@ for dtype, mode in itertools.product([F64, F16, BF16, np.int8, U8, I32, I64],
         ops11.interpolate(i(x), s, m, "sizes", axes=const(AXES23, I64), coordinate_transformation_mode=c)),
         [(shape, in_dtype), ((2,), I64)], values=[_values(in_dtype, shape), np.array(sizes, I64)], **tol))
 
+# pillow modes on 8-bit integers: one axis after the other (last first), rounded and saturated after each
+for dtype, mode, sizes in itertools.product([np.int8, U8], ["bilinear_pillow", "bicubic_pillow"], [[8, 4], [3, 11]]):
+    CASES.append(Case(f"v11-{mode}-{np.dtype(dtype).name}-{sizes[0]}x{sizes[1]}", lambda x, m=mode, z=sizes:
+                      ops11.interpolate(x, const(z, I64), m, "sizes", axes=const(AXES23, I64)), [((1, 2, 5, 7), dtype)],
+        values=[_values(dtype, (1, 2, 5, 7))]))
+
 # the plugin runs i64 nearest through int32 and f32 (2**40 + 5 comes back as 5, 2**31 - 1 as 2147483520): the
 # converted model copies the elements, checked against numpy
 _BIG = np.array([[[[2**40 + 5, -(2**40) - 3, 2**31 + 7, 2**62], [2**31 - 1, 123, -5, -(2**63)]]]], I64)

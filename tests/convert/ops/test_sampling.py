@@ -45,8 +45,8 @@ QUARTERS = np.arange(-20, 21) / 16.0
 QGRID = np.stack(np.meshgrid(QUARTERS[::2], QUARTERS), -1)[None].repeat(2, 0).astype(F)
 # halves across, whole rows down (bicubic weights of 5 bits): exact on 16-bit data too, whose overshoot wraps
 HGRID = np.stack(np.meshgrid(QUARTERS[::2], (np.arange(-3, 3) * 2 + 1) / 4.0), -1)[None].repeat(2, 0).astype(F)
-for dtype, mode, pad in itertools.product([np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64], ["bilinear", "bicubic", "nearest"],
-                                          ["zeros", "border", "reflection"]):
+INTS = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.int64]
+for dtype, mode, pad in itertools.product(INTS, ["bilinear", "bicubic", "nearest"], ["zeros", "border", "reflection"]):
     if mode == "nearest" and np.dtype(dtype).itemsize > 2:
         continue
     info = np.iinfo(dtype)
