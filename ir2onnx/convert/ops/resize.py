@@ -7,10 +7,10 @@ refused (OpenVINO cannot run it either).
 ONNX Resize computes nearest (four of the five nearest modes), linear_onnx, linear and cubic with the four
 coordinate modes ONNX shares; scales, sizes and axes may then be run-time values. OpenVINO's CPU plugin ignores
 `antialias` for linear (its reference implementation widens the triangle filter instead): ir2onnx follows the
-plugin. Nearest on types onnxruntime cannot resize (i64) resizes the elements' flat positions and gathers. Everything else
-(tf_half_pixel_for_nn, nearest_mode simple, bilinear/bicubic_pillow (which the plugin computes with half_pixel
-coordinates whatever the attribute says)) is computed from per-axis source indices (Gather) or weight matrices
-(MatMul), which needs the input and output sizes at conversion time.
+plugin. Nearest on types onnxruntime cannot resize (i64) resizes the elements' flat positions and gathers.
+Everything else (tf_half_pixel_for_nn, nearest_mode simple, bilinear/bicubic_pillow (which the plugin computes with
+half_pixel coordinates whatever the attribute says)) is computed from per-axis source indices (Gather) or weight
+matrices (MatMul), which needs the input and output sizes at conversion time.
 
 The plugin computes f64, f16 and bf16 in f32 and casts back, and integers (but for nearest, a copy) in f32, then
 rounds half to even and saturates: the converted graph does the same around Resize or the per-axis form. Pillow
