@@ -215,7 +215,7 @@ def broadcast(ctx: LayerContext) -> ir.Value:
     x = ctx.inputs[0]
     if mode in ("numpy", "bidirectional"):
         return b.op("Expand", [x, shape])
-    if mode == "explicit":
+    if mode in ("explicit", "none"):  # Broadcast-1 writes explicit as "none" (the same AutoBroadcastType)
         mapping = _ints(ctx, 2, "axes_mapping")
         target_rank = ctx.input_dims(1)[0]
         if target_rank is None:

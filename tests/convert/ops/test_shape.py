@@ -74,6 +74,14 @@ CASES = [
          [((3, 1), F)]),
     Case("broadcast-explicit", lambda a: ops.broadcast(a, const([2, 3, 4], I64), const([1], I64), "EXPLICIT"),
          [((3,), F)]),
+    # opset1 writes explicit mode as "none"
+    Case("broadcast-1-explicit", lambda a: ops1.broadcast(a, const([2, 3, 4], I64), const([1], I64), "EXPLICIT"),
+         [((3,), F)]),
+    Case("broadcast-1-explicit-bool", lambda a: ops1.broadcast(a, const([3, 2], I64), const([0], I64), "EXPLICIT"),
+         [((3,), np.bool_)], values=[np.array([True, False, True])]),
+    Case("broadcast-1-explicit-bf16", lambda a: ops1.convert(ops1.broadcast(
+        ops1.convert(a, ov.Type.bf16), const([3, 2], I64), const([0], I64), "EXPLICIT"), F), [((3,), F)],
+         values=[np.array([1.5, -2.25, 3.0], F)]),
     Case("tile", lambda a: ops.tile(a, const([2, 1, 3], I64)), [X234]),
     Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
     Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
