@@ -84,6 +84,12 @@ CASES = [
     Case("broadcast-1-explicit-bf16", lambda a: ops1.convert(ops1.broadcast(
         ops1.convert(a, ov.Type.bf16), const([3, 2], I64), const([0], I64), "EXPLICIT"), F), [((3,), F)],
          values=[np.array([1.5, -2.25, 3.0], F)]),
+    # run-time target shape and axes_mapping
+    Case("broadcast-1-explicit-runtime-mapping", lambda a, s, m: ops1.broadcast(a, s, m, "EXPLICIT"),
+         [((3, 2), F), ((4,), I64), ((2,), I32)],
+         values=[np.arange(6, dtype=F).reshape(3, 2), np.array([3, 2, 2, 4], I64), np.array([0, 2], I32)]),
+    Case("broadcast-3-explicit-runtime-mapping", lambda a, m: ops.broadcast(a, const([2, 3, 4], I64), m, "EXPLICIT"),
+         [((3,), np.int8), ((1,), I64)], values=[np.array([1, -2, 3], np.int8), np.array([1], I64)]),
     Case("tile", lambda a: ops.tile(a, const([2, 1, 3], I64)), [X234]),
     Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
     Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
