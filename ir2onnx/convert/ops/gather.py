@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.axis_switch import per_axis
 from ir2onnx.convert.registry import converter
 
 
 @converter("Gather", "opset1", "opset7", "opset8")
 def gather(ctx: LayerContext) -> ir.Value:
-    """batch_dims b > 0: the axis is moved next to the batch dims and GatherND(batch_dims=b) indexes it."""
-    b = ctx.b
+    """batch_dims b > 0: the axis is moved next to the batch dims and GatherND(batch_dims=b) indexes it. A run-time
+    axis selects among the per-axis forms with an If chain."""
     rank = ctx.input_rank(0)
-    axis = ctx.normalize_axis(int(ctx.require_const(2, "the axis").reshape(-1)[0]), rank)
-    x, idx = ctx.inputs[0], ctx.inputs[1]
     bd = ctx.attr_int("batch_dims", 0)
     if bd < 0:
         bd += ctx.input_rank(1)
+    return per_axis(ctx, 2, rank, onnx_dtype(ctx.input_type(0)), lambda b, axis: _gather(ctx, b, axis, rank, bd),
+                    lowest=bd)  # the axis is never below batch_dims
+
+
+def _gather(ctx: LayerContext, b: GraphBuilder, axis: int, rank: int, bd: int) -> ir.Value:
+    x, idx = ctx.inputs[0], ctx.inputs[1]
     if bd == 0:
         return b.op("Gather", [x, idx], {"axis": axis})
     idx = b.cast(idx, ir.DataType.INT64)

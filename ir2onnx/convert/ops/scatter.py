@@ -14,6 +14,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.ops.axis_switch import per_axis
 from ir2onnx.convert.registry import converter
 
 _ONNX_REDUCTION = {"sum": "add", "prod": "mul", "min": "min", "max": "max"}
@@ -40,8 +41,8 @@ def _identity(reduction: str, dtype: np.dtype) -> np.ndarray:
 class _Scatter:
     """Emits one ONNX scatter kind (ScatterND, or ScatterElements on an axis) with a reduction."""
 
-    def __init__(self, ctx: LayerContext, op: str, idx: ir.Value, axis: int | None) -> None:
-        self.ctx, self.b, self.op, self.idx = ctx, ctx.b, op, idx
+    def __init__(self, ctx: LayerContext, b: GraphBuilder, op: str, idx: ir.Value, axis: int | None) -> None:
+        self.ctx, self.b, self.op, self.idx = ctx, b, op, idx
         self.attrs = {"axis": axis} if axis is not None else {}
 
     def __call__(self, data: ir.Value, upd: ir.Value, reduction: str = "none") -> ir.Value:
@@ -61,7 +62,7 @@ class _Scatter:
 
 def _reduce(ctx: LayerContext, sc: _Scatter, data: ir.Value, upd: ir.Value, reduction: str,
             use_init_val: bool = True) -> ir.Value:
-    b = ctx.b
+    b = sc.b
     if reduction == "none":
         return sc(data, upd)
     et = ctx.input_type(0)
@@ -96,12 +97,6 @@ def _reduce(ctx: LayerContext, sc: _Scatter, data: ir.Value, upd: ir.Value, redu
     return b.cast(y, onnx_dtype(et)) if cast_back else y
 
 
-def _axis(ctx: LayerContext, i: int) -> int:
-    """The scatter axis: ONNX takes it as an attribute, so the input must be a constant."""
-    c = ctx.require_const(i, "the axis (an attribute in ONNX)")
-    return ctx.normalize_axis(int(c.reshape(-1)[0]), ctx.input_rank(0))
-
-
 def _skip_when_empty(b: GraphBuilder, data: ir.Value, idx: ir.Value, upd: ir.Value) -> tuple[ir.Value, ...]:
     """ScatterND inputs writing `upd` at rows `idx` of `data`, or nothing when data has no rows (onnxruntime
     refuses indices into an empty dimension; OpenVINO ignores them): indices flattened to [M, 1], updates to
@@ -115,10 +110,13 @@ def _skip_when_empty(b: GraphBuilder, data: ir.Value, idx: ir.Value, upd: ir.Val
 
 @converter("ScatterUpdate", "opset3")
 def scatter_update(ctx: LayerContext) -> ir.Value:
-    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front."""
-    b = ctx.b
-    axis = _axis(ctx, 3)
+    """data[..., indices, ...] = updates along `axis`: ScatterND on the axis moved to the front. A run-time axis
+    selects among the per-axis forms with an If chain."""
     rank = ctx.input_rank(0)
+    return per_axis(ctx, 3, rank, onnx_dtype(ctx.input_type(0)), lambda b, axis: _scatter_update(ctx, b, axis, rank))
+
+
+def _scatter_update(ctx: LayerContext, b: GraphBuilder, axis: int, rank: int) -> ir.Value:
     data, idx, upd = ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64), ctx.inputs[2]
     perm = [axis] + [a for a in range(rank) if a != axis]
     if axis:
@@ -141,7 +139,7 @@ def scatter_update(ctx: LayerContext) -> ir.Value:
 @converter("ScatterNDUpdate", "opset3", "opset15")
 def scatter_nd_update(ctx: LayerContext) -> ir.Value:
     """opset15 adds `reduction` (none, sum, sub, prod, min, max)."""
-    sc = _Scatter(ctx, "ScatterND", ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), None)
+    sc = _Scatter(ctx, ctx.b, "ScatterND", ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), None)
     reduction = ctx.attr_str("reduction", "none").lower()
     if reduction not in ("none", "sum", "sub", "prod", "min", "max"):
         raise ctx.error(f"unknown reduction '{reduction}'")
@@ -150,12 +148,19 @@ def scatter_nd_update(ctx: LayerContext) -> ir.Value:
 
 @converter("ScatterElementsUpdate", "opset3", "opset12")
 def scatter_elements_update(ctx: LayerContext) -> ir.Value:
-    """opset12 adds `reduction` (none, sum, prod, min, max, mean) and `use_init_val`."""
-    sc = _Scatter(ctx, "ScatterElements", ctx.b.cast(ctx.inputs[1], ir.DataType.INT64), _axis(ctx, 3))
+    """opset12 adds `reduction` (none, sum, prod, min, max, mean) and `use_init_val`. A run-time axis selects
+    among the per-axis forms with an If chain."""
+    idx = ctx.b.cast(ctx.inputs[1], ir.DataType.INT64)
     reduction = ctx.attr_str("reduction", "none").lower()
     if reduction not in ("none", "sum", "prod", "min", "max", "mean"):
         raise ctx.error(f"unknown reduction '{reduction}'")
-    return _reduce(ctx, sc, ctx.inputs[0], ctx.inputs[2], reduction, ctx.attr_bool("use_init_val", True))
+    use_init_val = ctx.attr_bool("use_init_val", True)
+
+    def emit(b: GraphBuilder, axis: int) -> ir.Value:
+        sc = _Scatter(ctx, b, "ScatterElements", idx, axis)
+        return _reduce(ctx, sc, ctx.inputs[0], ctx.inputs[2], reduction, use_init_val)
+
+    return per_axis(ctx, 3, ctx.input_rank(0), onnx_dtype(ctx.input_type(0)), emit)
 
 
 @converter("SliceScatter", "opset15")

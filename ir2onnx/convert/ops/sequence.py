@@ -27,7 +27,11 @@ def reverse_sequence(ctx: LayerContext) -> ir.Value:
         perm = [batch, seq] + [a for a in range(rank) if a not in (batch, seq)]
         x = b.op("Transpose", [x], {"perm": perm})
         batch, seq = 0, 1
+    if ctx.input_type(0).name == "bf16":  # ONNX ReverseSequence has no bfloat16: moved as float32 (exact)
+        x = b.cast(x, ir.DataType.FLOAT)
     y = b.op("ReverseSequence", [x, lengths], {"batch_axis": batch, "time_axis": seq})
+    if ctx.input_type(0).name == "bf16":
+        y = b.cast(y, ir.DataType.BFLOAT16)
     if perm is None:
         return y
     inverse = [perm.index(a) for a in range(rank)]

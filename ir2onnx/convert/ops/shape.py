@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
@@ -215,11 +216,15 @@ def broadcast(ctx: LayerContext) -> ir.Value:
     x = ctx.inputs[0]
     if mode in ("numpy", "bidirectional"):
         return b.op("Expand", [x, shape])
-    if mode == "explicit":
-        mapping = _ints(ctx, 2, "axes_mapping")
+    if mode in ("explicit", "none"):  # Broadcast-1 writes explicit as "none" (the same AutoBroadcastType)
         target_rank = ctx.input_dims(1)[0]
         if target_rank is None:
             raise ctx.error("Broadcast explicit needs a target shape of static length")
+        if ctx.const(2) is None:  # x's dims put at the (increasing) run-time axes of a shape of ones
+            ones = b.op("ConstantOfShape", [b.i64([target_rank])], {"value": np.ones(1, np.int64)})
+            placed = b.op("ScatterElements", [ones, ctx.int64_vector(2), b.shape_of(x)], {"axis": 0})
+            return b.op("Expand", [b.reshape(x, placed, allowzero=True), shape])
+        mapping = _ints(ctx, 2, "axes_mapping")
         keep = [a for a in range(target_rank) if a not in mapping]
         return b.op("Expand", [b.unsqueeze(x, keep) if keep else x, shape])
     raise ctx.error(f"Broadcast mode '{mode}' is not supported")

@@ -46,6 +46,25 @@ EL_CASES += [
         d, const(EL_IDX, I64), u, const(1, I64), "max", False), [((3, 4), B), ((3, 4), B)]),
 ]
 
+
+def _el_runtime_axis(reduction: str, axis: int, dtype: type) -> Case:
+    """The axis is a model input (ONNX wants an attribute): an If chain picks the axis at run time."""
+    idx = EL_IDX if axis in (1, -1) else np.array([[0, 2, 0, 0], [-3, 2, 1, 0]], I64)
+    return Case(f"scatter-elements-12-runtime-axis{axis}-{reduction}-{np.dtype(dtype).name}",
+                lambda d, u, a: ops12.scatter_elements_update(d, const(idx, I64), u, a, reduction, False),
+                [((3, 4), F), (idx.shape, F), ((), dtype)],
+                values=[RNG.integers(-6, 7, (3, 4)).astype(F), RNG.integers(-6, 7, idx.shape).astype(F),
+                        np.array(axis, dtype)])
+
+
+EL_CASES += [_el_runtime_axis(r, a, dt) for r, a, dt in
+             [("none", 1, I64), ("sum", -1, I32), ("mean", 0, I64), ("max", -2, I32)]]
+EL_CASES += [
+    Case("scatter-elements-3-runtime-axis", lambda d, u, a: ops3.scatter_elements_update(
+        d, const(EL_IDX[:, :2], I64), u, a), [((3, 4), B), ((3, 2), B), ((1,), I64)],
+         values=[RNG.random((3, 4)) > 0.5, RNG.random((3, 2)) > 0.5, np.array([1], I64)]),
+]
+
 ND_IDX = np.array([[0, 1], [0, 1], [-1, 2], [2, 2], [0, -1]], I64)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
@@ -27,6 +28,10 @@ CASES = [
     _rs((6, 3, 2), 2, 0, [2, 6], I64),
     _rs((3, 2, 4, 5), 1, 3, [5, 2], F),
     _rs((3, 4, 2), -1, -3, [1, 3], I32),
+    # bf16 data (through Convert, as numpy has no bf16 inputs): ONNX ReverseSequence lacks bfloat16
+    Case("bf16-b1-s2", lambda x, n: ops.convert(ops.reverse_sequence(ops.convert(x, ov.Type.bf16), n, 1, 2), F),
+         [((2, 3, 4), F), ((3,), I32)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4) * 0.5, np.array([4, 1, 3], I32)]),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import openvino.opset15 as ops15
 import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
+from tests.convert.ops.reference import run_against_numpy
 
 F, F16, I32, I64, B = np.float32, np.float16, np.int32, np.int64, np.bool_
 X234 = ((2, 3, 4), F)
@@ -74,6 +76,20 @@ CASES = [
          [((3, 1), F)]),
     Case("broadcast-explicit", lambda a: ops.broadcast(a, const([2, 3, 4], I64), const([1], I64), "EXPLICIT"),
          [((3,), F)]),
+    # opset1 writes explicit mode as "none"
+    Case("broadcast-1-explicit", lambda a: ops1.broadcast(a, const([2, 3, 4], I64), const([1], I64), "EXPLICIT"),
+         [((3,), F)]),
+    Case("broadcast-1-explicit-bool", lambda a: ops1.broadcast(a, const([3, 2], I64), const([0], I64), "EXPLICIT"),
+         [((3,), np.bool_)], values=[np.array([True, False, True])]),
+    Case("broadcast-1-explicit-bf16", lambda a: ops1.convert(ops1.broadcast(
+        ops1.convert(a, ov.Type.bf16), const([3, 2], I64), const([0], I64), "EXPLICIT"), F), [((3,), F)],
+         values=[np.array([1.5, -2.25, 3.0], F)]),
+    # run-time target shape and axes_mapping
+    Case("broadcast-1-explicit-runtime-mapping", lambda a, s, m: ops1.broadcast(a, s, m, "EXPLICIT"),
+         [((3, 2), F), ((4,), I64), ((2,), I32)],
+         values=[np.arange(6, dtype=F).reshape(3, 2), np.array([3, 2, 2, 4], I64), np.array([0, 2], I32)]),
+    Case("broadcast-3-explicit-runtime-mapping", lambda a, m: ops.broadcast(a, const([2, 3, 4], I64), m, "EXPLICIT"),
+         [((3,), np.int8), ((1,), I64)], values=[np.array([1, -2, 3], np.int8), np.array([1], I64)]),
     Case("tile", lambda a: ops.tile(a, const([2, 1, 3], I64)), [X234]),
     Case("tile-short-repeats", lambda a: ops.tile(a, const([2], I64)), [X234]),
     Case("tile-long-repeats", lambda a: ops.tile(a, const([2, 1, 2], I64)), [((3, 2), F)]),
@@ -113,6 +129,16 @@ CASES = [
          values=[np.zeros((4, 3), F), np.array([3, 1], I32), np.arange(6, dtype=F).reshape(2, 3)]),
     Case("scatter-update-runtime-axis1-empty", lambda a, u: ops.scatter_update(a, const([[0, 1]], I64), u, const(1, I64)),
          [((2, -1), F), ((2, 1, 2), F)], values=[np.zeros((2, 0), F), np.ones((2, 1, 2), F)]),
+    # the axis as a model input (an attribute in ONNX): an If chain picks the axis at run time
+    Case("scatter-update-axis-input-1", lambda a, u, x: ops.scatter_update(a, const([[2], [0]], I32), u, x),
+         [((2, 4, 3), F), ((2, 2, 1, 3), F), ((), I64)],
+         values=[np.zeros((2, 4, 3), F), np.arange(12, dtype=F).reshape(2, 2, 1, 3), np.array(1, I64)]),
+    Case("scatter-update-axis-input-neg", lambda a, u, x: ops.scatter_update(a, const([3, 1], I64), u, x),
+         [((2, 3, 4), F), ((2, 3, 2), F), ((1,), I32)],
+         values=[np.zeros((2, 3, 4), F), np.arange(12, dtype=F).reshape(2, 3, 2), np.array([-1], I32)]),
+    Case("scatter-update-axis-input-0", lambda a, u, x: ops.scatter_update(a, const([1], I64), u, x),
+         [((2, 3), np.int32), ((1, 3), np.int32), ((), I64)],
+         values=[np.zeros((2, 3), np.int32), np.array([[4, 5, 6]], np.int32), np.array(0, I64)]),
     Case("scatter-nd-update", lambda a, u: ops.scatter_nd_update(a, const([[1, 2], [0, 0]], I64), u),
          [((2, 3, 4), F), ((2, 4), F)]),
     Case("scatter-elements-update", lambda a, u: ops.scatter_elements_update(a, const([[1, 0, 2]], I64), u,
@@ -131,3 +157,24 @@ CASES = [
 @pytest.mark.parametrize("case", params(CASES))
 def test_shape_ops(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+GATHER_AXIS_INPUT = [
+    (Case("gather-8-axis-input", lambda a, i, x: ops.gather(a, i, x), [X234, ((2,), I32), ((), I64)],
+          values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([2, -1], I32), np.array(-2, I64)]),
+     lambda a, i, x: [np.take(a, np.where(i < 0, i + a.shape[int(x)], i), int(x))]),
+    (Case("gather-1-axis-input", lambda a, i, x: ops1.gather(a, i, x), [X234, ((3,), I64), ((1,), I32)],
+          values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([3, 0, 1], I64), np.array([2], I32)]),
+     lambda a, i, x: [np.take(a, i, int(x[0]))]),
+    (Case("gather-8-batch-dims-axis-input", lambda a, i, x: ops.gather(a, i, x, 1), [X234, ((2, 3), I32), ((), I32)],
+          values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[3, 0, -1], [1, -2, 2]], I32), np.array(2, I32)]),
+     lambda a, i, x: [np.stack([np.take(a[n], np.where(i[n] < 0, i[n] + 4, i[n]), 1) for n in range(2)])]),
+]
+
+
+@pytest.mark.parametrize("case,expected", [pytest.param(c, e, id=c.name) for c, e in GATHER_AXIS_INPUT])
+def test_gather_axis_input(tmp_path: Path, case: Case, expected: Callable[..., list[np.ndarray]]) -> None:
+    """The axis as a model input (an attribute in ONNX): an If chain picks the axis at run time. OpenVINO's CPU
+    plugin refuses to compile a Gather whose axis is not a constant ("axis value is not set"), so numpy is the
+    reference."""
+    run_against_numpy(case, tmp_path, expected)
