@@ -155,10 +155,15 @@ unary("Atanh", "atanh", types=FLOATS, domain="unit", version=4, family="math", u
 
 
 def _atanh_int(a, **_):
-    """atanh in f32, rounded half to even, saturated (+-inf at +-1), NaN (|x| > 1) to the type's minimum."""
-    info = np.iinfo(a.dtype)
+    """atanh in f32, rounded half to even, saturated (+-inf at +-1), NaN (|x| > 1) to the type's minimum; u16, u32
+    and u64 through int32 and wrapped, as the CPU plugin converts f32 to them (its atanh(2) on u32 is 2^31, on u64
+    2^64 - 2^31: int32's minimum wrapped), so atanh(1) is 2^31 - 1 there."""
     with np.errstate(divide="ignore", invalid="ignore"):
         y = np.round(np.arctanh(a.astype(np.float32)).astype(np.float64))
+    if a.dtype in (np.uint16, np.uint32, np.uint64):
+        y = np.where(np.isnan(y), -2.0**31, np.clip(y, -2.0**31, 2.0**31 - 1))
+        return [y.astype(np.int64).astype(a.dtype)]
+    info = np.iinfo(a.dtype)
     y = np.where(np.isnan(y), info.min, np.clip(y, info.min, float(info.max) if a.dtype.itemsize < 8 else
                                                  float(np.nextafter(np.float64(info.max), 0))))
     return [y.astype(a.dtype)]
