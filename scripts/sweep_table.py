@@ -263,8 +263,20 @@ add(Spec("Concat", 1, "shape", lambda o, a, b, c, axis: o.concat([a, b, c], axis
          [[In((2, 3)), In((1,), "f16")], [In((2, 3)), In((1,), "i8")], [In((2, 3)), In((1,), "u64")],
           [In((2, 3)), In((1,), "boolean")]]),
 )
+def _f64_to_bf16(a, **_):
+    """f64 to bf16 as the converter computes it: rounded to f32 (where the CPU plugin holds f64), then to bf16."""
+    import ml_dtypes
+
+    return [a.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)]
+
+
 for _dst in ALL:
     add(Spec("Convert", 1, "shape", lambda o, a, _d=_dst: o.convert(a, _d), ALL, [[In((3, 4), domain="any")]]))
+# The CPU plugin's f64 -> bf16 rounds neither to nearest nor toward zero: of random f64 values it agrees with
+# round-to-nearest for 77% and with truncation for 78% (3.7 gives 3.6875, 1181.06 gives 1184)
+SPECS[-1 - ALL[::-1].index("bf16")] = Spec(**{
+    **SPECS[-1 - ALL[::-1].index("bf16")].__dict__, "numpy_reference": _f64_to_bf16,
+    "ov_bug": lambda t, a: "CPU plugin's f64 -> bf16 conversion rounds inconsistently" if t == "f64" else None})
 add(Spec("Pad", 12, "shape", lambda o, a, pb, pe, pad_mode: o.pad(a, pb, pe, pad_mode), ALL,
          [[In((3, 4)), In((2,), I64, value=[1, 2], runtime=None), In((2,), I64, value=[0, 1], runtime=None)],
           [In((3, 4)), In((2,), I32, value=[-1, 2]), In((2,), I32, value=[1, -1])]],
