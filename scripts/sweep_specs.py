@@ -115,6 +115,8 @@ def _values(rng: np.random.Generator, inp: In, t: str) -> np.ndarray:
     shape, d = inp.shape, inp.domain
     if dt.kind == "b":
         return rng.random(shape) > 0.5
+    if dt.kind == "f" and d == "distinct":  # no two values equal (where the order of ties is left open)
+        return (rng.choice(np.arange(-20, 21), shape, replace=False) / 4).astype(dt)
     if dt.kind == "f":
         lo, hi = {"any": (-4, 4), "pos": (0.1, 4), "unit": (-0.95, 0.95), "ge1": (1.05, 4), "small": (-2, 2),
                   "nonzero": (0.5, 4), "shift": (0, 3)}.get(d, (-4, 4))
@@ -137,7 +139,9 @@ def _values(rng: np.random.Generator, inp: In, t: str) -> np.ndarray:
     lo, hi = {"any": (-20, 20), "pos": (1, 20), "unit": (-1, 1), "ge1": (1, 5), "small": (-3, 3),
               "nonzero": (1, 9)}.get(d, (-20, 20))
     if dt.kind == "u":
-        lo, hi = max(lo, 0 if d not in ("pos", "nonzero", "ge1") else 1), hi + (20 if d == "any" else 0)
+        lo, hi = max(lo, 0 if d not in ("pos", "nonzero", "ge1") else 1), hi + (20 if d in ("any", "distinct") else 0)
+    if d == "distinct":  # no two values equal (where the order of ties is left open)
+        return rng.choice(np.arange(lo, hi + 1), shape, replace=False).astype(dt)
     v = rng.integers(lo, hi, shape, endpoint=True)
     if d == "nonzero" and dt.kind == "i":
         v = v * rng.choice([-1, 1], shape)

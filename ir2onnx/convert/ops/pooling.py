@@ -155,8 +155,23 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
     kernel = ctx.attr_ints("kernel")
     win = Window.read(ctx, nsp, dilations=ctx.layer.version == "opset16")
     et = ctx.input_type(0)
+    if et.name not in _AVGPOOL_TYPES and et.numpy.kind not in "iuf" and et.name != "bf16":
+        raise ctx.error(f"AvgPool on {et.name} is not supported")
+    x = ctx.inputs[0]
     if et.name not in _AVGPOOL_TYPES:
-        raise ctx.error(f"AvgPool on {et.name} is not supported (onnxruntime averages f16 and f32 only)")
+        # OpenVINO's CPU plugin averages bf16, f64 and integers in f32 (integer results rounded half to even,
+        # checked by experiment): the same here, exact for integers while window sums stay below 2^22
+        y = _avg_pool_of(ctx, b.cast(x, ir.DataType.FLOAT), np.dtype(np.float32), ar, kernel, win)
+        if et.numpy.kind in "iu":
+            y = b.op("Round", [y])
+        return b.cast(y, onnx_dtype(et))
+    return _avg_pool_of(ctx, x, et.numpy, ar, kernel, win)
+
+
+def _avg_pool_of(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, kernel: list[int],
+                 win: Window) -> ir.Value:
+    b = ctx.b
+    nsp = len(kernel)
     exclude = ctx.attr_bool("exclude-pad", False)
     dims, pb, pe, out, declared_end = _geometry(ctx, ar, nsp, kernel, win)
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides}
@@ -164,34 +179,33 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
         ctx.require_opset(19, "AveragePool with dilations")
         attrs["dilations"] = win.dilations
     if exclude:
-        return _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, True)
+        return _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, True)
     # Without any padding OpenVINO counts only the input elements of a window (also where it overhangs the end)
     if Arith.static(pb) and Arith.static(declared_end):
         unpadded = not (np.any(pb) or np.any(declared_end))  # type: ignore[arg-type]
-        return _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, unpadded)
+        return _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, unpadded)
     unpadded_v = b.op("Equal", [b.op("ReduceMax", [b.op("Concat", [ar.value(pb), ar.value(declared_end)], {"axis": 0})],
                                      {"keepdims": 0}), b.i64(0)])
-    return b.op("Where", [unpadded_v, _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, True),
-                          _avg_pool(ctx, ar, attrs, kernel, win, dims, pb, pe, out, False)])
+    return b.op("Where", [unpadded_v, _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, True),
+                          _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, False)])
 
 
-def _avg_pool(ctx: LayerContext, ar: Arith, attrs: dict[str, object], kernel: list[int], win: Window, dims: Vec,
-              pb: Vec, pe: Vec, out: Vec, exclude: bool) -> ir.Value:
+def _avg_pool(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, attrs: dict[str, object], kernel: list[int],
+              win: Window, dims: Vec, pb: Vec, pe: Vec, out: Vec, exclude: bool) -> ir.Value:
     b = ctx.b
-    et = ctx.input_type(0)
     nsp = len(kernel)
     attrs = dict(attrs)
     pads = _native_pads(pb, pe, kernel)
     if pads is not None:
         attrs["pads"] = pads
         attrs["count_include_pad"] = int(not exclude)
-        return b.op("AveragePool", [ctx.inputs[0]], attrs)  # type: ignore[arg-type]
+        return b.op("AveragePool", [x], attrs)  # type: ignore[arg-type]
     attrs["count_include_pad"] = 1
-    zero = b.const(np.asarray(0, et.numpy))
-    total = b.op("AveragePool", [_pad(ctx, ar, ctx.inputs[0], pb, pe, zero)], attrs)  # type: ignore[arg-type]
+    zero = b.const(np.asarray(0, dtype))
+    total = b.op("AveragePool", [_pad(ctx, ar, x, pb, pe, zero)], attrs)  # type: ignore[arg-type]
     if not exclude:
         return total
-    ones = b.op("ConstantOfShape", [b.shape_of(ctx.inputs[0])], {"value": np.ones(1, et.numpy)})
+    ones = b.op("ConstantOfShape", [b.shape_of(x)], {"value": np.ones(1, dtype)})
     share = b.op("AveragePool", [_pad(ctx, ar, ones, pb, pe, zero)], attrs)  # type: ignore[arg-type]
     y = b.op("Div", [total, share])
     # A window without input elements: OpenVINO divides 0 by the product over the axes of
@@ -208,7 +222,7 @@ def _avg_pool(ctx: LayerContext, ar: Arith, attrs: dict[str, object], kernel: li
         zero_i = b.reshape(b.op("Equal", [factor, b.i64(0)]), [-1] + [1] * (nsp - 1 - i))
         nan_at = zero_i if nan_at is None else b.op("Or", [nan_at, zero_i])
     empty = b.op("Equal", [share, zero])
-    fill = b.op("Where", [nan_at, b.const(np.asarray(np.nan, et.numpy)), zero])  # type: ignore[list-item]
+    fill = b.op("Where", [nan_at, b.const(np.asarray(np.nan, dtype)), zero])  # type: ignore[list-item]
     return b.op("Where", [empty, fill, y])
 
 

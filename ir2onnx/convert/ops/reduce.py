@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
@@ -29,9 +30,39 @@ def _reduce(onnx_op: str):  # type: ignore[no-untyped-def]
             # summed in int64 and wrapped back, as OpenVINO wraps (onnxruntime's int32 sum does not)
             y = reduce_value(ctx, onnx_op, ctx.b.cast(ctx.inputs[0], ir.DataType.INT64))
             return ctx.b.cast(y, onnx_dtype(et))
+        if et.name == "u64" and onnx_op in _U64_SUMS:
+            return _u64_sum(ctx, onnx_op)
         return reduce_value(ctx, onnx_op, ctx.inputs[0])
 
     return convert
+
+
+_U64_SUMS = {"ReduceSum", "ReduceL1", "ReduceMean", "ReduceProd"}
+
+
+def _u64_sum(ctx: LayerContext, onnx_op: str) -> ir.Value:
+    """uint64 reductions (onnxruntime has no uint64 kernels; its int64 sums saturate instead of wrapping).
+
+    Sums (L1 is the sum: |x| = x) wrap modulo 2^64 like OpenVINO's: the 32-bit halves are summed apart in int64
+    (exact below 2^31 elements) and recombined with wrapping arithmetic. The mean is that sum divided by the
+    element count in uint64 (integer division, as OpenVINO's). The product is computed in int64, exact while it
+    fits in int64."""
+    b = ctx.b
+    x = ctx.inputs[0]
+    if onnx_op == "ReduceProd":
+        return b.cast(reduce_value(ctx, onnx_op, b.cast(x, ir.DataType.INT64)), ir.DataType.UINT64)
+    n32 = b.const(np.asarray(32, np.uint64))
+    high = b.op("BitShift", [x, n32], {"direction": "RIGHT"})
+    low = b.op("BitShift", [b.op("BitShift", [x, n32], {"direction": "LEFT"}), n32], {"direction": "RIGHT"})
+    low, high = b.cast(low, ir.DataType.INT64), b.cast(high, ir.DataType.INT64)
+    low_sum = reduce_value(ctx, "ReduceSum", low)
+    high_sum = reduce_value(ctx, "ReduceSum", high)
+    total = b.cast(b.op("Add", [low_sum, b.op("Mul", [high_sum, b.i64(1 << 32)])]), ir.DataType.UINT64)
+    if onnx_op != "ReduceMean":
+        return total
+    count = b.op("Div", [b.op("Size", [x]), b.op("Max", [b.op("Size", [total]), b.i64(1)])])
+    count = b.cast(b.op("Max", [count, b.i64(1)]), ir.DataType.UINT64)
+    return b.op("Div", [total, count])
 
 
 def _logical(onnx_op: str):  # type: ignore[no-untyped-def]

@@ -8,17 +8,35 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.registry import converter
+from ir2onnx.ir.element_types import ElementType
 
 
 @converter("Convert", "opset1")
 def convert(ctx: LayerContext) -> ir.Value:
     et = ctx.attr_type("destination_type")
     x = ctx.inputs[0]
-    if ctx.input_type(0).name == "f64" and et.name != "f64":  # the CPU plugin holds f64 values in f32
-        x = ctx.b.cast(x, ir.DataType.FLOAT)
-    out = ctx.b.cast(x, onnx_dtype(et))
+    if ctx.input_type(0).name == "f64" and et.numpy.kind in "iu":
+        out = _f64_to_int(ctx, x, et)
+    else:
+        if ctx.input_type(0).name == "f64" and et.name != "f64":  # the CPU plugin holds f64 values in f32
+            x = ctx.b.cast(x, ir.DataType.FLOAT)
+        out = ctx.b.cast(x, onnx_dtype(et))
     set_value_type(out, et)
     return out
+
+
+def _f64_to_int(ctx: LayerContext, x: ir.Value, et: ElementType) -> ir.Value:
+    """f64 to an integer type as the CPU plugin converts it (checked by experiment): truncated in f64 and saturated
+    into int32 (NaN gives int32's minimum, 0 in i8/u8), then saturated into i8/u8 and wrapped into the other types
+    (-3.7 gives 0 in u8, 65533 in u16; 3e9 gives 127 in i8, -1 in i16, 2^31 - 1 in i64)."""
+    b = ctx.b
+    x = b.op("Clip", [x, b.const(-2.0**31, np.float64), b.const(2.0**31 - 1, np.float64)])
+    nan = 0.0 if et.bits == 8 else -2.0**31
+    x = b.cast(b.op("Where", [b.op("IsNaN", [x]), b.const(nan, np.float64), x]), ir.DataType.INT32)
+    if et.bits == 8:
+        info = np.iinfo(et.numpy)
+        x = b.op("Clip", [x, b.const(int(info.min), np.int32), b.const(int(info.max), np.int32)])
+    return b.cast(x, onnx_dtype(et))
 
 
 @converter("ConvertLike", "opset1")

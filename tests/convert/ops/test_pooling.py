@@ -12,9 +12,7 @@ import openvino.opset14 as ops14
 import openvino.opset16 as ops16
 import pytest
 
-import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.errors import LayerConversionError
 from tests.convert.ops.cases import Case, const, params, run_case
 from tests.utils import convert_checked, save_ir
 
@@ -87,6 +85,9 @@ def _dyn(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (shape[0], shape[1]) + (-1,) * (len(shape) - 2)
 
 
+# sums of pairs that are odd (halves) of both signs
+_AVG_INTS = (np.arange(40).reshape(1, 2, 4, 5) * 7 % 23 - 4)
+
 CASES = _geom_cases() + [
     # run-time spatial dims: the end padding is computed from the input's shape
     Case("maxpool14-dynamic-ceil-torch", lambda x: ops14.max_pool(x, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3],
@@ -127,6 +128,20 @@ CASES = _geom_cases() + [
          [((1, 2, 6, 7), I32)], values=[rand((1, 2, 6, 7), I32)]),
     Case("maxpool1-f64", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], "ceil"), [((1, 1, 5, 5), F64)]),
     Case("maxpool1-f16", lambda x: ops1.max_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], "ceil"), [((1, 1, 5, 5), F16)]),
+    # AvgPool outside f32/f16: OpenVINO averages in f32, integer results rounded half to even
+    *[Case(f"avgpool14-{np.dtype(t).name}-{tag}", lambda x, e=e: ops14.avg_pool(x, [1, 2], [1, 0], [0, 1], [2, 2], e,
+                                                                                 "ceil"),
+           [((1, 2, 4, 5), t)], values=[(_AVG_INTS + 4 * (t in (np.uint32, np.uint64))).astype(t)])
+      for t in (I8, U8, np.int16, np.uint16, I32, np.uint32, I64, np.uint64) for tag, e in (("excl", True), ("incl", False))],
+    Case("avgpool1-i32-halves", lambda x: ops1.avg_pool(x, [1, 1], [0, 0], [0, 0], [1, 2], True),
+         [((1, 1, 8, 2), I32)], values=[np.array([[0, 1], [0, 3], [1, 2], [-1, 0], [-3, 0], [-5, 0], [11, 0], [-13, 0]],
+                                                 I32).reshape(1, 1, 8, 2)]),
+    Case("avgpool16-u8-dilated", lambda x: ops16.avg_pool(x, [1, 1], [1, 1], [1, 1], [2, 2], False, "floor",
+                                                          dilations=[2, 1]),
+         [((1, 1, 5, 5), U8)], values=[(np.arange(25) * 37 % 256).astype(U8).reshape(1, 1, 5, 5)], opset=19),
+    Case("avgpool1-f64", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], True, "ceil"), [((1, 1, 5, 5), F64)]),
+    Case("avgpool14-bf16", lambda x: ops1.convert(ops14.avg_pool(ops1.convert(x, ov.Type.bf16), [2, 2], [1, 1],
+                                                                  [0, 0], [3, 3], False), F), [((1, 2, 6, 6), F)]),
 ]
 
 
@@ -162,13 +177,6 @@ def test_maxpool_dynamic_same_upper_indices_against_numpy(tmp_path: Path) -> Non
     want = _np_max_pool(x, [3, 3], [2, 2], [1, 1], [1, 1])
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
-
-
-def test_avgpool_f64_is_refused(tmp_path: Path) -> None:
-    p = ops1.parameter([1, 1, 5, 5], F64, name="x")
-    xml = save_ir(ov.Model([ops1.avg_pool(p, [2, 2], [0, 0], [1, 1], [2, 2], True, "ceil")], [p]), tmp_path)
-    with pytest.raises(LayerConversionError, match="AvgPool on f64"):
-        ir2onnx.convert(xml)
 
 
 ADAPTIVE = [((1, 2, 7, 5), [3, 4]), ((2, 3, 8, 8), [1, 1]), ((1, 2, 5, 6), [5, 6]), ((1, 2, 9), [4]),

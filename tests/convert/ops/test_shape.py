@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import openvino as ov
 import openvino.opset1 as ops1
@@ -34,6 +35,15 @@ CASES = [
     Case("convert-f32-i32", lambda a: ops.convert(a, np.int32), [((2, 3), F)],
          values=[np.array([[2.7, -2.7, -0.5], [0.4, 100.9, -7.2]], F)]),
     Case("convert-i64-f16", lambda a: ops.convert(a, np.float16), [((5,), I64)]),
+    # f64 to integers: truncated in f64, saturated into int32, then saturated into 8 bits or wrapped
+    *[Case(f"convert-f64-{np.dtype(t).name}", lambda a, t=t: ops.convert(a, t), [((15,), np.float64)],
+           values=[np.array([-3.7, -0.5, 2.5, 255.6, 300.2, -255.0, 70000.5, -70000.5, 3e9, -3e9, 1e19, np.inf,
+                             -np.inf, np.nan, 16777217.0])])
+      for t in (np.int8, np.uint8, np.int16, np.uint16, I32, np.uint32, I64, np.uint64)],
+    # OpenVINO's CPU plugin rounds f64 -> bf16 inconsistently (3.7 gives 3.6875, 1181.06 gives 1184): numpy decides
+    Case("convert-f64-bf16", lambda a: ops.convert(ops.convert(a, ov.Type.bf16), F), [((4,), np.float64)],
+         values=[np.array([3.7, 1181.06, -0.2, 1e-3])],
+         expected=lambda a: [a.astype(F).astype(ml_dtypes.bfloat16).astype(F)]),
     Case("convert-f32-bool", lambda a: ops.convert(a, np.bool_), [((5,), F)],
          values=[np.array([0.0, 1.5, -2.0, 0.0, 3.0], F)]),
     Case("convert-low-precision-consts", lambda a: ops.add(ops.add(a, ops.convert(
