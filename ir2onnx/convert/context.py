@@ -143,6 +143,11 @@ class LayerContext:
             raise self.error(f"element type of input {i} is unknown")
         return et
 
+    def float32_input(self, i: int) -> ir.Value:
+        """Input i in float32 (cast unless it is f32): the type OpenVINO's CPU plugin computes many ops in."""
+        v = self.inputs[i]
+        return v if self.input_type(i).name == "f32" else self.b.cast(v, ir.DataType.FLOAT)
+
     def output_type(self, i: int = 0) -> ElementType:
         et = self.layer.outputs[i].element_type
         if et is None:

@@ -38,8 +38,7 @@ def _f(b: GraphBuilder, v: float) -> ir.Value:
 
 
 def _f32_inputs(ctx: LayerContext, count: int) -> list[ir.Value]:
-    b = ctx.b
-    return [b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32" else ctx.inputs[i] for i in range(count)]
+    return [ctx.float32_input(i) for i in range(count)]
 
 
 def _to_output(ctx: LayerContext, v: ir.Value, i: int = 0) -> ir.Value:

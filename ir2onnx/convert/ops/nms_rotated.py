@@ -136,11 +136,7 @@ def _scalar_input(ctx: LayerContext, i: int, dtype: ir.DataType) -> ir.Value:
 def nms_rotated(ctx: LayerContext) -> list[ir.Value]:
     b = ctx.b
     clockwise = ctx.attr_bool("clockwise", True)
-    boxes, scores = ctx.inputs[0], ctx.inputs[1]
-    if ctx.input_type(0).name != "f32":
-        boxes = b.cast(boxes, F32)
-    if ctx.input_type(1).name != "f32":
-        scores = b.cast(scores, F32)
+    boxes, scores = ctx.float32_input(0), ctx.float32_input(1)
     max_out = b.op("Max", [_scalar_input(ctx, 2, I64), b.i64([0])])
     iou_thr = _scalar_input(ctx, 3, F32)
     score_thr = _scalar_input(ctx, 4, F32)

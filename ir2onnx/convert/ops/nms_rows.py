@@ -43,11 +43,7 @@ class NmsInputs:
 
 def read_inputs(ctx: LayerContext) -> NmsInputs:
     b = ctx.b
-    boxes, scores = ctx.inputs[0], ctx.inputs[1]
-    if ctx.input_type(0).name != "f32":
-        boxes = b.cast(boxes, F32)
-    if ctx.input_type(1).name != "f32":
-        scores = b.cast(scores, F32)
+    boxes, scores = ctx.float32_input(0), ctx.float32_input(1)
     if ctx.input_rank(1) == 3:
         coords = [b.unsqueeze(b.op("Gather", [boxes, b.i64(k)], {"axis": 2}), [1]) for k in range(4)]
         return NmsInputs(scores, coords, None, True, boxes, None)

@@ -147,8 +147,7 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
     pre_n, post_n = ctx.attr_int("pre_nms_topn"), ctx.attr_int("post_nms_topn")
     anchors = proposal_anchors(ctx.attr_int("base_size"), ctx.attr_floats("ratio"), ctx.attr_floats("scale"), tf)
     a = anchors.shape[0]
-    scores, deltas, info = (b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32" else ctx.inputs[i]
-                            for i in range(3))
+    scores, deltas, info = (ctx.float32_input(i) for i in range(3))
     # foreground scores [N, H, W, A] and deltas [N, H, W, A, 4]
     n_hw = b.shape_of(scores, 0, 1)
     h_dim, w_dim = b.shape_of(scores, 2, 3), b.shape_of(scores, 3, 4)
@@ -278,8 +277,7 @@ def generate_proposals(ctx: LayerContext) -> list[ir.Value]:
         raise ctx.error("nms_eta must be 1 (OpenVINO's GenerateProposals-9 implements no adaptive NMS threshold)")
     offset = 0.0 if ctx.attr_bool("normalized", True) else 1.0
     pre_n, post_n = ctx.attr_int("pre_nms_count"), ctx.attr_int("post_nms_count")
-    info, anchors, deltas, scores = (b.cast(ctx.inputs[i], F32) if ctx.input_type(i).name != "f32"
-                                     else ctx.inputs[i] for i in range(4))
+    info, anchors, deltas, scores = (ctx.float32_input(i) for i in range(4))
     n_dim = b.shape_of(scores, 0, 1)
     a_dim, h_dim, w_dim = b.shape_of(scores, 1, 2), b.shape_of(scores, 2, 3), b.shape_of(scores, 3, 4)
     flat = b.concat([n_dim, b.i64([-1])], 0)

@@ -46,13 +46,7 @@ def _hw(b: GraphBuilder, data: ir.Value) -> tuple[ir.Value, ir.Value]:
 
 
 def _inputs(ctx: LayerContext) -> tuple[ir.Value, ir.Value]:
-    b = ctx.b
-    data, rois = ctx.inputs[0], ctx.inputs[1]
-    if ctx.input_type(0).name != "f32":
-        data = b.cast(data, F32)
-    if ctx.input_type(1).name != "f32":
-        rois = b.cast(rois, F32)
-    return data, rois
+    return ctx.float32_input(0), ctx.float32_input(1)
 
 
 def _finish(ctx: LayerContext, y: ir.Value, live: ir.Value) -> ir.Value:

@@ -146,11 +146,7 @@ def roi_align_rotated(ctx: LayerContext) -> ir.Value:
     if ph < 1 or pw < 1 or sr < 0:
         raise ctx.error("pooled_h/pooled_w must be positive and sampling_ratio non-negative")
     et = ctx.input_type(0)
-    data, rois = ctx.inputs[0], ctx.inputs[1]
-    if et.name != "f32":
-        data = b.cast(data, f32)
-    if ctx.input_type(1).name != "f32":
-        rois = b.cast(rois, f32)
+    data, rois = ctx.float32_input(0), ctx.float32_input(1)
     batch = b.cast(ctx.inputs[2], i64)
     sc = _f(b, scale)
     col = (lambda k: b.reshape(b.slice(rois, [k], [k + 1], [1]), [-1, 1, 1, 1, 1]))  # [R, 1, 1, 1, 1]

@@ -155,7 +155,6 @@ def live_rois(b: GraphBuilder, rois: ir.Value, data: ir.Value) -> tuple[ir.Value
 @converter("ROIPooling", "opset2", onnx="Loop (max), GatherND (bilinear), Where, ReduceMax")
 def roi_pooling(ctx: LayerContext) -> ir.Value:
     b = ctx.b
-    f32 = ir.DataType.FLOAT
     if "output_size" in ctx.layer.data:
         ph, pw = ctx.attr_ints("output_size")
     else:
@@ -166,11 +165,7 @@ def roi_pooling(ctx: LayerContext) -> ir.Value:
     if ph < 1 or pw < 1:
         raise ctx.error(f"output size {ph}x{pw} must be positive")
     et = ctx.input_type(0)
-    data, rois = ctx.inputs[0], ctx.inputs[1]
-    if et.name != "f32":
-        data = b.cast(data, f32)
-    if ctx.input_type(1).name != "f32":
-        rois = b.cast(rois, f32)
+    data, rois = ctx.float32_input(0), ctx.float32_input(1)
     batch, live = live_rois(b, rois, data)
     if method == "max":
         y = _max_pool(ctx, data, rois, batch, live, ph, pw, float(np.float32(ctx.attr_float("spatial_scale"))))
