@@ -179,19 +179,7 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
         x0, x1 = _clip(b, x0, img_w), _clip(b, x1, img_w)
         y0, y1 = _clip(b, y0, img_h), _clip(b, y1, img_h)
     off = _f(b, offset)
-    half = _f(b, 0.5)
-    ww = b.op("Add", [b.op("Sub", [x1, x0]), off])
-    hh = b.op("Add", [b.op("Sub", [y1, y0]), off])
-    ctr_x = b.op("Add", [x0, b.op("Mul", [half, ww])])
-    ctr_y = b.op("Add", [y0, b.op("Mul", [half, hh])])
-    pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
-    pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
-    pw = b.op("Mul", [b.op("Exp", [dlw]), ww])
-    ph = b.op("Mul", [b.op("Exp", [dlh]), hh])
-    x0 = b.op("Sub", [pcx, b.op("Mul", [half, pw])])
-    y0 = b.op("Sub", [pcy, b.op("Mul", [half, ph])])
-    x1 = b.op("Add", [pcx, b.op("Mul", [half, pw])])
-    y1 = b.op("Add", [pcy, b.op("Mul", [half, ph])])
+    x0, y0, x1, y1 = _decode(b, (x0, y0, x1, y1), (dx, dy, dlw, dlh), off)
     if ctx.attr_bool("clip_before_nms", True):
         lim_w, lim_h = b.op("Sub", [img_w, off]), b.op("Sub", [img_h, off])
         x0, x1 = _clip(b, x0, lim_w), _clip(b, x1, lim_w)
@@ -237,27 +225,36 @@ def proposal(ctx: LayerContext) -> list[ir.Value]:
     return outs
 
 
-def refine_anchors(b: GraphBuilder, anchors: tuple[ir.Value, ...], deltas: tuple[ir.Value, ...], img_h: ir.Value,
-                   img_w: ir.Value, offset: float) -> tuple[tuple[ir.Value, ...], ir.Value, ir.Value]:
-    """Anchors (x0, y0, x1, y1) moved by deltas (dx, dy, d log w, d log h; log sizes capped at log(1000 / 16)) and
-    clipped to [0, image side - offset], as the plugin's refine_anchors of GenerateProposals and
-    ExperimentalDetectronGenerateProposalsSingleImage -> (boxes, width, height)."""
+def _decode(b: GraphBuilder, anchors: tuple[ir.Value, ...], deltas: tuple[ir.Value, ...], off: ir.Value,
+            cap: ir.Value | None = None) -> tuple[ir.Value, ...]:
+    """Anchors (x0, y0, x1, y1) moved by deltas (dx, dy, d log w, d log h) as the plugin's proposal decoders do:
+    centre and size from the anchor (its extent plus `off`), log sizes capped at `cap` when given."""
     ax0, ay0, ax1, ay1 = anchors
     dx, dy, dlw, dlh = deltas
-    off, half = _f(b, offset), _f(b, 0.5)
+    half = _f(b, 0.5)
     ww = b.op("Add", [b.op("Sub", [ax1, ax0]), off])
     hh = b.op("Add", [b.op("Sub", [ay1, ay0]), off])
     ctr_x = b.op("Add", [ax0, b.op("Mul", [half, ww])])
     ctr_y = b.op("Add", [ay0, b.op("Mul", [half, hh])])
     pcx = b.op("Add", [b.op("Mul", [dx, ww]), ctr_x])
     pcy = b.op("Add", [b.op("Mul", [dy, hh]), ctr_y])
+    if cap is not None:
+        dlw, dlh = b.op("Min", [dlw, cap]), b.op("Min", [dlh, cap])
+    pw = b.op("Mul", [b.op("Exp", [dlw]), ww])
+    ph = b.op("Mul", [b.op("Exp", [dlh]), hh])
+    return (b.op("Sub", [pcx, b.op("Mul", [half, pw])]), b.op("Sub", [pcy, b.op("Mul", [half, ph])]),
+            b.op("Add", [pcx, b.op("Mul", [half, pw])]), b.op("Add", [pcy, b.op("Mul", [half, ph])]))
+
+
+def refine_anchors(b: GraphBuilder, anchors: tuple[ir.Value, ...], deltas: tuple[ir.Value, ...], img_h: ir.Value,
+                   img_w: ir.Value, offset: float) -> tuple[tuple[ir.Value, ...], ir.Value, ir.Value]:
+    """Anchors (x0, y0, x1, y1) moved by deltas (dx, dy, d log w, d log h; log sizes capped at log(1000 / 16)) and
+    clipped to [0, image side - offset], as the plugin's refine_anchors of GenerateProposals and
+    ExperimentalDetectronGenerateProposalsSingleImage -> (boxes, width, height)."""
+    off = _f(b, offset)
     cap = _f(b, float(np.float32(np.log(1000.0 / 16.0))))
-    pw = b.op("Mul", [b.op("Exp", [b.op("Min", [dlw, cap])]), ww])
-    ph = b.op("Mul", [b.op("Exp", [b.op("Min", [dlh, cap])]), hh])
-    x0 = b.op("Sub", [pcx, b.op("Mul", [half, pw])])
-    y0 = b.op("Sub", [pcy, b.op("Mul", [half, ph])])
-    x1 = b.op("Sub", [b.op("Add", [pcx, b.op("Mul", [half, pw])]), off])
-    y1 = b.op("Sub", [b.op("Add", [pcy, b.op("Mul", [half, ph])]), off])
+    x0, y0, x1, y1 = _decode(b, anchors, deltas, off, cap)
+    x1, y1 = b.op("Sub", [x1, off]), b.op("Sub", [y1, off])
     lim_w, lim_h = b.op("Sub", [img_w, off]), b.op("Sub", [img_h, off])
     x0, x1 = _clip(b, x0, lim_w), _clip(b, x1, lim_w)
     y0, y1 = _clip(b, y0, lim_h), _clip(b, y1, lim_h)
