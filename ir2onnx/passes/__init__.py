@@ -14,12 +14,14 @@ from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
+from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 
 DEFAULT_PASSES = (
     RemoveIdentityPass,  # no Identity chains
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
     NameFixPass,  # new values get names unique across the model
 )

@@ -1,0 +1,171 @@
+"""Fully known (static) shapes of onnx_ir values, from declared shapes or from the ops that only move data.
+
+A value's shape is a tuple of ints when every dim is known: its declared shape when all dims are ints, an
+initializer's (or Constant's) shape, or the shape its producer gives it when that producer is a reshape-only op
+(Identity, Squeeze, Unsqueeze, Reshape, Flatten), a Transpose or a time-major LSTM/GRU/RNN whose inputs have static
+shapes. Anything else is None: shapes are never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import onnx_ir as ir
+
+from ir2onnx.passes.loop_utils import const_array, const_ints, is_default_domain
+
+Shape = tuple[int, ...]
+
+
+class StaticShapes:
+    """Memoised static shapes; `shapes(value)` is the shape as a tuple of ints, or None."""
+
+    def __init__(self) -> None:
+        self._memo: dict[ir.Value, Shape | None] = {}
+
+    def __call__(self, value: ir.Value | None) -> Shape | None:
+        if value is None:
+            return None
+        if value not in self._memo:
+            self._memo[value] = self._compute(value)
+        return self._memo[value]
+
+    def _compute(self, value: ir.Value) -> Shape | None:
+        if value.shape is not None and all(isinstance(d, int) for d in value.shape):
+            return tuple(int(d) for d in value.shape)  # type: ignore[arg-type]
+        arr = const_array(value)
+        if arr is not None:
+            return tuple(int(d) for d in arr.shape)
+        node = value.producer()
+        if node is None or not is_default_domain(node):
+            return None
+        rule = _RULES.get(node.op_type)
+        if rule is None:
+            return None
+        try:
+            return rule(self, node, value.index() or 0)
+        except (ValueError, IndexError, KeyError):  # malformed axes or shapes: unknown, not an error here
+            return None
+
+
+def _axes(node: ir.Node) -> list[int] | None:
+    """Squeeze/Unsqueeze axes: the second input (opset 13+) or the attribute (older opsets); [] when absent."""
+    if len(node.inputs) > 1 and node.inputs[1] is not None:
+        return const_ints(node.inputs[1])
+    attr = node.attributes.get("axes")
+    return [] if attr is None else [int(a) for a in attr.as_ints()]
+
+
+def _identity(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    return s(node.inputs[0])
+
+
+def _squeeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    shape, axes = s(node.inputs[0]), _axes(node)
+    if shape is None or axes is None:
+        return None
+    if not axes:
+        return tuple(d for d in shape if d != 1)
+    drop = {a + len(shape) if a < 0 else a for a in axes}
+    if any(not 0 <= a < len(shape) or shape[a] != 1 for a in drop):
+        return None
+    return tuple(d for i, d in enumerate(shape) if i not in drop)
+
+
+def _unsqueeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    shape, axes = s(node.inputs[0]), _axes(node)
+    if shape is None or not axes:
+        return None
+    rank = len(shape) + len(axes)
+    add = {a + rank if a < 0 else a for a in axes}
+    if len(add) != len(axes) or any(not 0 <= a < rank for a in add):
+        return None
+    rest = iter(shape)
+    return tuple(1 if i in add else next(rest) for i in range(rank))
+
+
+def _reshape(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    target = const_ints(node.inputs[1]) if len(node.inputs) > 1 else None
+    if target is None:
+        return None
+    attr = node.attributes.get("allowzero")
+    allowzero = attr is not None and attr.as_int() != 0
+    shape = s(node.inputs[0])
+    dims: list[int] = []
+    for i, d in enumerate(target):
+        if d == 0 and not allowzero:
+            if shape is None or i >= len(shape):
+                return None
+            d = shape[i]
+        dims.append(d)
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        return None
+    if -1 in dims:
+        if shape is None:
+            return None
+        known = math.prod(d for d in dims if d != -1)
+        total = math.prod(shape)
+        if known == 0 or total % known:
+            return None
+        dims[dims.index(-1)] = total // known
+    if shape is not None and math.prod(shape) != math.prod(dims):
+        return None
+    return tuple(dims)
+
+
+def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    shape = s(node.inputs[0])
+    if shape is None:
+        return None
+    attr = node.attributes.get("axis")
+    axis = 1 if attr is None else attr.as_int()
+    if axis < 0:
+        axis += len(shape)
+    if not 0 <= axis <= len(shape):
+        return None
+    return math.prod(shape[:axis]), math.prod(shape[axis:])
+
+
+def _transpose(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    shape = s(node.inputs[0])
+    if shape is None:
+        return None
+    perm = transpose_perm(node, len(shape))
+    if sorted(perm) != list(range(len(shape))):
+        return None
+    return tuple(shape[p] for p in perm)
+
+
+def transpose_perm(node: ir.Node, rank: int) -> list[int]:
+    """A Transpose's permutation (reversed axes when the attribute is absent)."""
+    attr = node.attributes.get("perm")
+    return list(range(rank))[::-1] if attr is None else [int(p) for p in attr.as_ints()]
+
+
+def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
+    """Y [T, num_directions, B, H]; Y_h, Y_c [num_directions, B, H] for a time-major (layout 0) node."""
+    layout = node.attributes.get("layout")
+    hidden = node.attributes.get("hidden_size")
+    if (layout is not None and layout.as_int() != 0) or hidden is None:
+        return None
+    x = s(node.inputs[0])
+    if x is None or len(x) != 3:
+        return None
+    direction = node.attributes.get("direction")
+    dirs = 2 if direction is not None and direction.as_string() == "bidirectional" else 1
+    steps, batch, h = x[0], x[1], hidden.as_int()
+    return (steps, dirs, batch, h) if index == 0 else (dirs, batch, h)
+
+
+_RULES: dict[str, Callable[[StaticShapes, ir.Node, int], Shape | None]] = {
+    "Identity": _identity,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Transpose": _transpose,
+    "LSTM": _recurrent,
+    "GRU": _recurrent,
+    "RNN": _recurrent,
+}
