@@ -109,11 +109,12 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
                    trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
-                   seed: int = 0) -> ov.Model:
+                   squeeze_step: bool = False, seed: int = 0) -> ov.Model:
     """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
-    default `steps`; -1 reads it from X's shape at run time."""
+    default `steps`; -1 reads it from X's shape at run time. `squeeze_step`: the step's slice enters the cell through
+    a Squeeze of its time axis instead of a Reshape."""
     rng = np.random.default_rng(seed)
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -132,7 +133,8 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         params.append(C0)
         bc = ops.parameter([batch, hidden], np.float32, name="c_prev")
         body_params.append(bc)
-    x = ops.reshape(bx, ops.constant(np.array([-1, inputs], np.int64)), False)
+    x = ops.squeeze(bx, ops.constant(np.array([axis], np.int64))) if squeeze_step else \
+        ops.reshape(bx, ops.constant(np.array([-1, inputs], np.int64)), False)
     new = step(x, bh, bc)
     r_h = ops.result(new[0])
     r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([axis], np.int64))))
