@@ -10,18 +10,22 @@ from __future__ import annotations
 import onnx_ir as ir
 from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
+from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
+from ir2onnx.passes.rnn_scan import RNNAsScanPass
 
 DEFAULT_PASSES = (
+    RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
     RemoveIdentityPass,  # no Identity chains
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
+    ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
     NameFixPass,  # new values get names unique across the model
 )

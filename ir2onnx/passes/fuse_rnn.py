@@ -28,7 +28,7 @@ import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
 from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, shape_of, view_root
+from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, shape_of, view_root
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
     """Replace Scan/Loop nodes that run one recurrent cell over a sequence with one ONNX LSTM/GRU/RNN node."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        names = _all_names(model.graph)
+        names = all_names(model.graph)
         fused = _process(model.graph, model.graph, names)
         if fused:  # weights that only the replaced bodies read
             keep = set(model.graph.inputs) | set(model.graph.outputs)
@@ -47,17 +47,6 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
                 if not v.uses() and v not in keep:
                     del model.graph.initializers[name]
         return ir.passes.PassResult(model, modified=fused > 0)
-
-
-def _all_names(graph: ir.Graph) -> set[str]:
-    names: set[str] = set()
-    for g in (graph, *graph.subgraphs()):
-        names.update(v.name for v in (*g.inputs, *g.initializers.values()) if v.name)
-        for n in g:
-            if n.name:
-                names.add(n.name)
-            names.update(v.name for v in n.outputs if v.name)
-    return names
 
 
 def _process(graph: ir.Graph, root: ir.Graph, names: set[str]) -> int:

@@ -92,6 +92,15 @@ def _fold(n: ir.Node, index: int) -> np.ndarray | None:
     return None
 
 
+def value_dtype(node: ir.Node) -> ir.DataType | None:
+    """The element type of a node's tensors, from the first input that declares one (values a pass created may
+    have none; its constant weights do)."""
+    for v in node.inputs:
+        if v is not None and v.dtype is not None:
+            return v.dtype
+    return None
+
+
 def int_scalar(v: ir.Value | None) -> int | None:
     """A one-element integer constant as an int."""
     c = const_array(v)
@@ -130,6 +139,18 @@ def view_root(v: ir.Value) -> tuple[ir.Value, list[ir.Node]]:
 # ---- emission
 
 
+def all_names(graph: ir.Graph) -> set[str]:
+    """Every value and node name of the model, subgraphs included (an Emitter's new names avoid them)."""
+    names: set[str] = set()
+    for g in (graph, *graph.subgraphs()):
+        names.update(v.name for v in (*g.inputs, *g.initializers.values()) if v.name)
+        for n in g:
+            if n.name:
+                names.add(n.name)
+            names.update(v.name for v in n.outputs if v.name)
+    return names
+
+
 class Emitter:
     """Creates nodes before `anchor` in its graph; constants become initializers of the main graph."""
 
@@ -141,7 +162,7 @@ class Emitter:
         self.prefix = anchor.name or "rnn"
         self.nodes: list[ir.Node] = []
 
-    def _fresh(self, hint: str) -> str:
+    def fresh(self, hint: str) -> str:
         n = 0
         name = f"{self.prefix}/fused/{hint}"
         while name in self.names:
@@ -152,7 +173,7 @@ class Emitter:
 
     def const(self, array: np.ndarray, hint: str = "c") -> ir.Value:
         array = np.ascontiguousarray(array)
-        v = ir.Value(name=self._fresh(hint), const_value=ir.Tensor(array), type=None)
+        v = ir.Value(name=self.fresh(hint), const_value=ir.Tensor(array), type=None)
         v.const_value.name = v.name  # type: ignore[union-attr]
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
         v.shape = ir.Shape(array.shape)
@@ -164,7 +185,7 @@ class Emitter:
 
     def op(self, op_type: str, inputs: Sequence[ir.Value | None], attrs: dict[str, object] | None = None,
            outputs: int = 1) -> list[ir.Value]:
-        name = self._fresh(op_type)
+        name = self.fresh(op_type)
         outs = [ir.Value(name=f"{name}_{i}" if outputs > 1 else f"{name}_out") for i in range(outputs)]
         for o in outs:
             self.names.add(o.name)  # type: ignore[arg-type]

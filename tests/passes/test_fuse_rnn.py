@@ -29,17 +29,32 @@ def _inputs(kind: str, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: 
     return rng_inputs(shapes, seed)
 
 
+def assert_lowered_rnn(proto: onnx.ModelProto) -> None:
+    """The default passes turn an RNN node into one Scan over MatMul + Add (+ Clip) + activation (passes/rnn_scan.py),
+    the input projection done before it."""
+    assert count_ops(proto, "RNN") == 0
+    scans = [n for n in proto.graph.node if n.op_type == "Scan"]
+    assert len(scans) == 1 and _loops(proto) == 1
+    body = [n.op_type for n in scans[0].attribute[0].g.node]
+    assert body[:2] == ["MatMul", "Add"] and len(body) in (4, 5), body
+
+
 def _check(model: Any, tmp_path: Path, inputs: list[np.ndarray], op: str | None) -> None:
-    """Default conversion: fused into one `op` (None: stays a loop); fuse=False: the loop. Both match OpenVINO."""
+    """Fusion alone: one `op` (None: the loop stays); default passes and fuse=False: all three match OpenVINO."""
     xml = save_ir(model, tmp_path)
-    fused = assert_equivalent(xml, inputs)
+    fused = assert_equivalent(xml, inputs, optimize=False)
+    default = assert_equivalent(xml, inputs)
     literal = assert_equivalent(xml, inputs, fuse=False)
     assert _loops(literal) == 1
     if op is None:
-        assert _loops(fused) == 1, "a near miss was fused"
+        assert _loops(fused) == 1 and _loops(default) == 1, "a near miss was fused"
         return
     assert _loops(fused) == 0, "the loop was not fused"
     assert count_ops(fused, op) == 1 and sum(count_ops(fused, o) for o in RECURRENT) == 1
+    if op == "RNN":
+        assert_lowered_rnn(default)
+    else:
+        assert _loops(default) == 0 and count_ops(default, op) == 1
 
 
 CELLS = [("lstm4", "LSTM", {}), ("lstm1", "LSTM", {}), ("gru", "GRU", {}), ("gru", "GRU", {"lbr": True}),
@@ -141,10 +156,13 @@ def test_tensorflow_keras_layers(name: str, op: str, batch: int) -> None:
     TensorList buffer written by ScatterND (scripts/make_rnn_fixtures.py)."""
     xml = FIXTURES / name / "model.xml"
     x = rng_inputs([((batch, 5, 4), np.float32)], seed=batch)
-    fused = assert_equivalent(xml, x)
+    fused = assert_equivalent(xml, x, optimize=False)
     literal = assert_equivalent(xml, x, fuse=False)
     assert _loops(literal) == 1 and _loops(fused) == 0
     assert count_ops(fused, op) == 1
+    default = assert_equivalent(xml, x)
+    if op == "RNN":
+        assert_lowered_rnn(default)
 
 
 @pytest.mark.parametrize("batch", [1, 2])
@@ -179,6 +197,9 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     inputs = [stored[n] for n in stored.files]
     expected = np.load(d / "expected.npz")
     fused = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
+    if count_ops(fused, "Scan"):  # the default passes lowered a fused RNN
+        assert_lowered_rnn(fused)
+        fused = assert_equivalent(d / "model.xml", inputs, rtol=1e-4, optimize=False)
     assert _loops(fused) == 0 and sum(count_ops(fused, o) for o in RECURRENT) == FRAMEWORK[name]
     feed = dict(zip([i.name for i in fused.graph.input], inputs))
     for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):

@@ -1,0 +1,115 @@
+"""Long LSTM/GRU nodes become a chain of nodes over time chunks, with bit-identical results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ir2onnx.passes.chunk_rnn as chunk_rnn
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.passes.rnn_builders import recurrent_loop
+from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
+
+I = 4
+
+
+def rnn_model(op: str, steps: int, batch: int, hidden: int, *, states: bool = True, outputs: int = 3,
+              peephole: bool = False, **attrs: Any) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    g = {"LSTM": 4, "GRU": 3}[op]
+    inits = [numpy_helper.from_array(rng.standard_normal((1, g * hidden, I)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((1, g * hidden, hidden)).astype(np.float32) * 0.5, "R"),
+             numpy_helper.from_array(rng.standard_normal((1, 2 * g * hidden)).astype(np.float32), "B")]
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [steps, batch, I])]
+    ins = ["X", "W", "R", "B", ""]
+    names = ["H0", "C0"] if op == "LSTM" else ["H0"]
+    for n in names:
+        ins.append(n if states else "")
+        if states:
+            graph_in.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, batch, hidden]))
+    if peephole:
+        ins.append("P")
+        inits.append(numpy_helper.from_array(rng.standard_normal((1, 3 * hidden)).astype(np.float32), "P"))
+    outs = ["Y", "Y_h", "Y_c"][:min(outputs, 3 if op == "LSTM" else 2)]
+    shapes = {"Y": [steps, 1, batch, hidden], "Y_h": [1, batch, hidden], "Y_c": [1, batch, hidden]}
+    graph = helper.make_graph([helper.make_node(op, ins, outs, hidden_size=hidden, **attrs)], "g", graph_in,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def chunked(proto: onnx.ModelProto) -> onnx.ModelProto:
+    model = ir.serde.deserialize_model(proto)
+    chunk_rnn.ChunkRecurrentPass()(model)
+    out = ir.to_proto(model)
+    onnx.checker.check_model(out, full_check=True)
+    return out
+
+
+@pytest.mark.parametrize("op,steps,batch,hidden,expected", [
+    ("LSTM", 100, 16, 256, [15, 15] + [14] * 5),  # 64 KiB per step: 16 steps per MiB, 7 chunks
+    ("LSTM", 31, 16, 256, None),  # under two chunks
+    ("LSTM", 100, 1, 256, None),  # 4 KiB per step
+    ("LSTM", 1000, 1, 256, [250, 250, 250, 250]),
+    ("LSTM", 100, 64, 256, [8] * 9 + [7] * 4),  # at least 8 steps a chunk
+    ("GRU", 100, 16, 256, [20] * 5),  # 48 KiB per step: 21 steps per MiB
+])
+def test_chunk_sizes(op: str, steps: int, batch: int, hidden: int, expected: list[int] | None) -> None:
+    model = ir.serde.deserialize_model(rnn_model(op, steps, batch, hidden))
+    sizes = chunk_rnn.chunk_sizes(next(iter(model.graph)))
+    assert sizes == expected
+    assert sizes is None or sum(sizes) == steps
+
+
+CASES = [
+    ("LSTM", {}),
+    ("LSTM", {"direction": "reverse"}),
+    ("LSTM", {"states": False, "outputs": 1}),
+    ("LSTM", {"peephole": True, "clip": 0.9, "input_forget": 1}),
+    ("LSTM", {"outputs": 2, "direction": "reverse", "activations": ["Sigmoid", "Relu", "Tanh"]}),
+    ("GRU", {}),
+    ("GRU", {"direction": "reverse", "linear_before_reset": 1}),
+    ("GRU", {"states": False, "outputs": 2}),
+]
+
+
+@pytest.mark.parametrize("op,kw", CASES)
+def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, kw: dict[str, Any]) -> None:
+    monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 5 * 3 * 8 * 4 * 4)  # 8 steps at batch 3, hidden 5 (LSTM)
+    steps, batch, hidden = 37, 3, 5
+    proto = rnn_model(op, steps, batch, hidden, **kw)
+    out = chunked(proto)
+    n = count_ops(out, op)
+    assert n == len(chunk_rnn.chunk_sizes(next(iter(ir.serde.deserialize_model(proto).graph))) or []) > 1
+    rng = np.random.default_rng(1)
+    feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in proto.graph.input}
+    for got, want in zip(run_onnxruntime(out, feed), run_onnxruntime(proto, feed), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert [o.name for o in out.graph.output] == [o.name for o in proto.graph.output]
+
+
+@pytest.mark.parametrize("kw", [{"direction": "bidirectional"}, {"layout": 1}])
+def test_other_forms_stay_whole(monkeypatch: pytest.MonkeyPatch, kw: dict[str, Any]) -> None:
+    monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 64)
+    model = ir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1))
+    node = next(iter(model.graph))
+    for k, v in kw.items():
+        node.attributes[k] = ir.convenience.convert_attribute(k, v)
+    assert chunk_rnn.chunk_sizes(node) is None
+
+
+@pytest.mark.parametrize("kind,reverse", [("lstm4", False), ("gru", True)])
+def test_converted_loop_chunked_and_equal_to_openvino(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
+                                                      reverse: bool) -> None:
+    monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 2 * 4 * 4 * 8 * 4)
+    model = recurrent_loop(kind, batch=2, steps=30, inputs=4, hidden=4, reverse=reverse,
+                           outputs=("seq", "h", "c") if kind == "lstm4" else ("seq", "h"))
+    shapes = [((2, 30, 4), np.float32), ((2, 4), np.float32)] + ([((2, 4), np.float32)] if kind == "lstm4" else [])
+    proto = assert_equivalent(save_ir(model, tmp_path), rng_inputs(shapes))
+    assert count_ops(proto, "LSTM" if kind == "lstm4" else "GRU") > 1
