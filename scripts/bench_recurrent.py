@@ -203,7 +203,9 @@ def _body_ops(model: ov.Model) -> collections.Counter[str]:
 
 
 def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
-    """Median wall time of up to `repeat` runs (at least 3, then while within `budget_s`), after two warm-up runs."""
+    """Median wall time of up to `repeat` runs (at least 3, then while within `budget_s`), after a pause (the other
+    runtime's worker threads stop spinning: they would take cores from this one) and two warm-up runs."""
+    time.sleep(0.3)
     for _ in range(2):
         fn()
     times: list[float] = []
@@ -215,14 +217,18 @@ def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
     return statistics.median(times)
 
 
-def timed_rounds(fns: dict[str, Callable[[], object]], args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
+def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]],
+                 args: argparse.Namespace) -> tuple[dict[str, float], dict[str, float]]:
     """Each runtime timed in its own block, the blocks repeated `rounds` times in turn (a shared machine's load then
-    weighs on all of them alike). Returns the median of each runtime's block medians and the median per-round ratio
-    of each to "openvino"."""
-    blocks: dict[str, list[float]] = {k: [] for k in fns}
+    weighs on all of them alike). A block makes its runner (an onnxruntime session, an OpenVINO infer request) and
+    drops it after: an idle session's thread pool would otherwise sit beside the next block's threads. Returns the
+    median of each runtime's block medians and the median per-round ratio of each to "openvino"."""
+    blocks: dict[str, list[float]] = {k: [] for k in makers}
     for _ in range(args.rounds):
-        for k, fn in fns.items():
-            blocks[k].append(median_ms(fn, args.repeat, args.budget))
+        for k, make in makers.items():
+            run = make()
+            blocks[k].append(median_ms(run, args.repeat, args.budget))
+            del run
     ratios = {k: statistics.median(a / b for a, b in zip(v, blocks["openvino"])) for k, v in blocks.items()}
     return {k: statistics.median(v) for k, v in blocks.items()}, ratios
 
@@ -241,8 +247,8 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
     xml = d / "model.xml"
     ov.save_model(model, str(xml), compress_to_fp16=False)
     config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": args.threads}
-    request = ov.Core().compile_model(str(xml), "CPU", config).create_infer_request()
-    ref = [np.array(v) for v in request.infer(feed).values()]
+    compiled = ov.Core().compile_model(str(xml), "CPU", config)
+    ref = [np.array(v) for v in compiled.create_infer_request().infer(feed).values()]
     runs = {}
     try:
         for label, fuse in (("fused", True), ("loop", False)):
@@ -253,18 +259,28 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
             err = max(float(np.max(np.abs(g - r))) for g, r in zip(got, ref))
             if err > 1e-3:
                 raise SystemExit(f"{name} ({label}): max abs difference {err:.3g} from OpenVINO")
-            kinds = sum(n.op_type in ("LSTM", "GRU", "RNN") for n in proto.graph.node)
-            runs[label] = (session, names, err, kinds)
+            kinds = collections.Counter(n.op_type for n in proto.graph.node
+                                        if n.op_type in ("LSTM", "GRU", "RNN", "Scan", "Loop"))
+            form = "+".join(f"{op}x{c}" if c > 1 else op for op, c in sorted(kinds.items()))
+            runs[label] = (proto, names, err, form)
+            del session
     except ConversionError as e:
         print(f"{name:<40} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
         return
-    fns: dict[str, Callable[[], object]] = {"openvino": lambda: request.infer(feed)}
-    for k, (sess, names, _, _) in runs.items():
-        fns[k] = lambda s=sess, n=names: s.run(None, dict(zip(n, feed)))
-    t, ratio = timed_rounds(fns, args)
-    fused_nodes = runs["fused"][3]
+    def openvino() -> Callable[[], object]:
+        request = compiled.create_infer_request()
+        return lambda: request.infer(feed)
+
+    def onnxruntime(proto: Any, names: list[str]) -> Callable[[], object]:
+        session = ort_session(proto, args.threads)
+        return lambda: session.run(None, dict(zip(names, feed)))
+
+    makers: dict[str, Callable[[], Callable[[], object]]] = {"openvino": openvino}
+    for k, (proto, names, _, _) in runs.items():
+        makers[k] = lambda p=proto, n=names: onnxruntime(p, n)
+    t, ratio = timed_rounds(makers, args)
     print(f"{name:<40} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
-          f"{ratio['loop']:>9.2f} {'yes' if fused_nodes else 'no':>6} {runs['fused'][2]:>9.1e}", flush=True)
+          f"{ratio['loop']:>9.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}", flush=True)
 
 
 def main() -> None:
@@ -279,7 +295,7 @@ def main() -> None:
     print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO, "
           "median over the rounds")
     print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
-          f"{'fused?':>6} {'max err':>9}")
+          f"{'fused as':>8} {'max err':>9}")
     rng = np.random.default_rng(1)
 
     def f32(*shape: int) -> np.ndarray:
