@@ -17,7 +17,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, shape_of, value_dtype
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain
+from ir2onnx.passes.loop_utils import is_default_domain
 
 CHUNK_BYTES = 1 << 20  # the L2 cache of one core, about
 MIN_STEPS = 8
@@ -79,8 +79,6 @@ def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: set[str]) -> 
         states = outs[1:]
     if want_y:
         concat = em.op1("Concat", [ys[i] for i in range(len(sizes))], {"axis": 0})
-    for n in em.nodes:
-        inherit_meta(n, node)
     em.commit()
     replacements = list(zip(node.outputs[1:], states))
     if want_y:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.passes.loop_utils import inherit_meta
+
 
 class NoMatch(Exception):
     """Why a loop stays literal (a readable reason, logged at debug level)."""
@@ -240,6 +242,9 @@ class Emitter:
         return x
 
     def commit(self) -> None:
+        """Insert the new nodes before the anchor; they stand for it (the IR layer it came from, for errors)."""
+        for n in self.nodes:
+            inherit_meta(n, self.anchor)
         if self.nodes:
             self.graph.insert_before(self.anchor, self.nodes)  # type: ignore[union-attr]
         self.nodes = []

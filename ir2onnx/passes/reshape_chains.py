@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.passes.fuse_rnn_util import all_names
 from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
@@ -43,13 +44,7 @@ class _Rewriter:
     def __init__(self, root: ir.Graph) -> None:
         self.root = root
         self.shapes = StaticShapes()
-        self.names: set[str] = set()
-        for g in (root, *root.subgraphs()):
-            self.names.update(v.name for v in (*g.inputs, *g.initializers.values()) if v.name)
-            for n in g:
-                self.names.update(v.name for v in n.outputs if v.name)
-                if n.name:
-                    self.names.add(n.name)
+        self.names = all_names(root)
 
     # helpers
 

@@ -18,7 +18,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, shape_of, value_dtype
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain
+from ir2onnx.passes.loop_utils import is_default_domain
 
 _ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "softsign": "Softsign",
                 "softplus": "Softplus"}
@@ -110,8 +110,6 @@ def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
             h_last.shape, seq.shape = ir.Shape([steps[1], hidden]), ir.Shape([steps[0], steps[1], hidden])
             h_last.type = seq.type = ir.TensorType(dtype)
     replacements = {y: em.unsqueeze(seq, [1]), y_h: em.unsqueeze(h_last, [0])}
-    for n in em.nodes:
-        inherit_meta(n, node)
     em.commit()
     for old, new in replacements.items():
         if old is None or not (old.uses() or old.is_graph_output()):

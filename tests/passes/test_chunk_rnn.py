@@ -11,8 +11,8 @@ import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import ir2onnx.passes.chunk_rnn as chunk_rnn
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes import chunk_rnn
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
