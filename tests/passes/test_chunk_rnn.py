@@ -20,24 +20,28 @@ I = 4
 
 
 def rnn_model(op: str, steps: int, batch: int, hidden: int, *, states: bool = True, outputs: int = 3,
-              peephole: bool = False, **attrs: Any) -> onnx.ModelProto:
+              peephole: bool = False, lens: int | None = None, **attrs: Any) -> onnx.ModelProto:
+    """One LSTM/GRU node; `lens`: a constant sequence_lens of that value for every batch entry."""
     rng = np.random.default_rng(0)
     g = {"LSTM": 4, "GRU": 3}[op]
-    inits = [numpy_helper.from_array(rng.standard_normal((1, g * hidden, I)).astype(np.float32), "W"),
-             numpy_helper.from_array(rng.standard_normal((1, g * hidden, hidden)).astype(np.float32) * 0.5, "R"),
-             numpy_helper.from_array(rng.standard_normal((1, 2 * g * hidden)).astype(np.float32), "B")]
+    d = 2 if attrs.get("direction") == "bidirectional" else 1
+    inits = [numpy_helper.from_array(rng.standard_normal((d, g * hidden, I)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((d, g * hidden, hidden)).astype(np.float32) * 0.5, "R"),
+             numpy_helper.from_array(rng.standard_normal((d, 2 * g * hidden)).astype(np.float32), "B")]
     graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [steps, batch, I])]
-    ins = ["X", "W", "R", "B", ""]
+    ins = ["X", "W", "R", "B", "" if lens is None else "lens"]
+    if lens is not None:
+        inits.append(numpy_helper.from_array(np.full(batch, lens, np.int32), "lens"))
     names = ["H0", "C0"] if op == "LSTM" else ["H0"]
     for n in names:
         ins.append(n if states else "")
         if states:
-            graph_in.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, batch, hidden]))
+            graph_in.append(helper.make_tensor_value_info(n, TensorProto.FLOAT, [d, batch, hidden]))
     if peephole:
         ins.append("P")
-        inits.append(numpy_helper.from_array(rng.standard_normal((1, 3 * hidden)).astype(np.float32), "P"))
+        inits.append(numpy_helper.from_array(rng.standard_normal((d, 3 * hidden)).astype(np.float32), "P"))
     outs = ["Y", "Y_h", "Y_c"][:min(outputs, 3 if op == "LSTM" else 2)]
-    shapes = {"Y": [steps, 1, batch, hidden], "Y_h": [1, batch, hidden], "Y_c": [1, batch, hidden]}
+    shapes = {"Y": [steps, d, batch, hidden], "Y_h": [d, batch, hidden], "Y_c": [d, batch, hidden]}
     graph = helper.make_graph([helper.make_node(op, ins, outs, hidden_size=hidden, **attrs)], "g", graph_in,
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -75,6 +79,11 @@ CASES = [
     ("GRU", {}),
     ("GRU", {"direction": "reverse", "linear_before_reset": 1}),
     ("GRU", {"states": False, "outputs": 2}),
+    ("LSTM", {"direction": "bidirectional", "peephole": True}),
+    ("LSTM", {"direction": "bidirectional", "states": False, "outputs": 1,
+              "activations": ["Sigmoid", "Tanh", "Tanh", "Sigmoid", "Relu", "Tanh"]}),
+    ("GRU", {"direction": "bidirectional", "linear_before_reset": 1}),
+    ("LSTM", {"lens": 37}),
 ]
 
 
@@ -84,8 +93,9 @@ def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, 
     steps, batch, hidden = 37, 3, 5
     proto = rnn_model(op, steps, batch, hidden, **kw)
     out = chunked(proto)
-    n = count_ops(out, op)
-    assert n == len(chunk_rnn.chunk_sizes(next(iter(ir.serde.deserialize_model(proto).graph))) or []) > 1
+    chunks = len(chunk_rnn.chunk_sizes(next(iter(ir.serde.deserialize_model(proto).graph))) or [])
+    assert chunks > 1 and count_ops(out, op) == chunks * (2 if kw.get("direction") == "bidirectional" else 1)
+    assert not any(len(n.input) > 4 and n.input[4] for n in out.graph.node if n.op_type == op)
     rng = np.random.default_rng(1)
     feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
             for i in proto.graph.input}
@@ -94,14 +104,32 @@ def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, 
     assert [o.name for o in out.graph.output] == [o.name for o in proto.graph.output]
 
 
-@pytest.mark.parametrize("kw", [{"direction": "bidirectional"}, {"layout": 1}])
+@pytest.mark.parametrize("kw", [{"layout": 1}, {"lens": 39}, {"direction": "bidirectional",
+                                                             "activations": ["Sigmoid", "LeakyRelu", "Tanh"] * 2,
+                                                             "activation_alpha": [0.1, 0.1]}])
 def test_other_forms_stay_whole(monkeypatch: pytest.MonkeyPatch, kw: dict[str, Any]) -> None:
     monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 64)
-    model = ir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1))
+    layout = kw.pop("layout", None)
+    model = ir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1, **kw))
     node = next(iter(model.graph))
-    for k, v in kw.items():
-        node.attributes[k] = ir.convenience.convert_attribute(k, v)
+    if layout is not None:
+        node.attributes["layout"] = ir.convenience.convert_attribute("layout", layout)
     assert chunk_rnn.chunk_sizes(node) is None
+    chunk_rnn.ChunkRecurrentPass()(model)
+    assert [n.op_type for n in model.graph] == ["LSTM"]
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_short_bidirectional_becomes_two_directions(op: str) -> None:
+    """Under two chunks: no Split of the sequence, one node per direction, and full-length sequence_lens dropped."""
+    proto = rnn_model(op, 6, 2, 3, direction="bidirectional", lens=6)
+    out = chunked(proto)
+    assert count_ops(out, op) == 2 and count_ops(out, "Split") == (5 if op == "LSTM" else 4)  # W, R, B, H0 (and C0) per direction
+    rng = np.random.default_rng(2)
+    feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in proto.graph.input}
+    for got, want in zip(run_onnxruntime(out, feed), run_onnxruntime(proto, feed), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("kind,reverse", [("lstm4", False), ("gru", True)])
