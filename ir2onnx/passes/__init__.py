@@ -17,6 +17,7 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 
 DEFAULT_PASSES = (
     RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
@@ -24,6 +25,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
     ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included

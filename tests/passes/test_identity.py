@@ -1,4 +1,5 @@
-"""No Identity chains: Identity nodes stay only where a graph returns an input or an outer value."""
+"""No Identity chains: Identity nodes stay only where a graph returns an input or an outer value, or returns one
+value twice (onnxruntime's Scan mishandles a value listed as two outputs)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def assert_only_needed_identities(proto: onnx.ModelProto) -> None:
     for graph, node in identities(proto.graph):
         produced = {o for n in graph.node for o in n.output}
         assert node.output[0] in {o.name for o in graph.output}, f"Identity {node.name} is no graph output"
-        assert node.input[0] not in produced, f"Identity {node.name} copies a value its own graph computes"
+        outputs = [o.name for o in graph.output]
+        assert node.input[0] not in produced or node.input[0] in outputs, \
+            f"Identity {node.name} copies a value its own graph computes and does not return itself"
 
 
 @pytest.mark.parametrize("kind", ["ti", "loop"])
