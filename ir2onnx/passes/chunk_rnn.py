@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, shape_of, value_dtype
+from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, replace_node, shape_of, value_dtype
 from ir2onnx.passes.loop_utils import is_default_domain
 
 CHUNK_BYTES = 1 << 20  # the L2 cache of one core, about
@@ -109,17 +109,7 @@ def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: set[str]) -> 
         vals = [r[i] for r in results]
         outs.append(vals[0] if len(vals) == 1 else em.op1("Concat", vals, {"axis": 1 if i == 0 else 0}))
     em.commit()
-    for old, new in zip(node.outputs, outs):
-        if not (old.uses() or old.is_graph_output()):
-            continue
-        new.type, new.shape = old.type, old.shape
-        if old.is_graph_output():
-            name, old.name = old.name, f"{old.name}/whole"
-            new.name = name
-        old.replace_all_uses_with(new, replace_graph_outputs=True)
-    for i in range(len(node.inputs)):
-        node.replace_input_with(i, None)
-    node.graph.remove(node)  # type: ignore[union-attr]
+    replace_node(node, list(zip(node.outputs, outs)), "whole")
 
 
 def _chain(em: Emitter, op: str, parts: list[ir.Value], ins: list[ir.Value | None],

@@ -250,6 +250,22 @@ class Emitter:
         self.nodes = []
 
 
+def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
+    """Readers of each old output of `node` read its new value instead (a graph output keeps its name, the old value
+    takes `name/suffix`), then `node` leaves its graph."""
+    for old, new in pairs:
+        if old is None or not (old.uses() or old.is_graph_output()):
+            continue
+        new.type, new.shape = old.type, old.shape
+        if old.is_graph_output():
+            name, old.name = old.name, f"{old.name}/{suffix}"
+            new.name = name
+        old.replace_all_uses_with(new, replace_graph_outputs=True)
+    for i in range(len(node.inputs)):
+        node.replace_input_with(i, None)
+    node.graph.remove(node)  # type: ignore[union-attr]
+
+
 # ---- static shapes (ONNX inference cannot see through constants captured from the outer graph)
 
 Dims = tuple[int | None, ...]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import is_default_domain
+from ir2onnx.passes.loop_utils import is_default_domain, take_place
 
 
 class RemoveIdentityPass(ir.passes.InPlacePass):
@@ -31,14 +31,7 @@ def _remove(node: ir.Node) -> bool:
     if y.is_graph_output():
         if x.producer() is None or x.graph is not graph or x.is_graph_output() or x.is_graph_input():
             return False
-        name, declared_type, declared_shape = y.name, y.type, y.shape
-        y.replace_all_uses_with(x, replace_graph_outputs=True)
-        y.name = None
-        x.name = name
-        if declared_type is not None:
-            x.type = declared_type
-        if declared_shape is not None:
-            x.shape = declared_shape
+        take_place(y, x)
     else:
         y.replace_all_uses_with(x)
     graph.remove(node, safe=True)

@@ -76,3 +76,15 @@ def inherit_meta(new: ir.Node, old: ir.Node | None) -> ir.Node:
         for key, value in old.meta.items():
             new.meta[key] = value
     return new
+
+
+def take_place(old: ir.Value, new: ir.Value) -> None:
+    """`new` replaces `old` everywhere, as a graph output too, with its name and declared type and shape."""
+    name, declared_type, declared_shape = old.name, old.type, old.shape
+    old.replace_all_uses_with(new, replace_graph_outputs=True)
+    old.name = None
+    new.name = name
+    if declared_type is not None:
+        new.type = declared_type
+    if declared_shape is not None:
+        new.shape = declared_shape

@@ -23,7 +23,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain
+from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, take_place
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
@@ -215,11 +215,4 @@ def _replace(old: ir.Value, new: ir.Value, graph: ir.Graph, rewriter: _Rewriter,
         copy = rewriter._node("Identity", [new], anchor, shape, old)
         graph.insert_before(anchor, copy)
         new = copy.outputs[0]
-    name, declared_type, declared_shape = old.name, old.type, old.shape
-    old.replace_all_uses_with(new, replace_graph_outputs=True)
-    old.name = None
-    new.name = name
-    if declared_type is not None:
-        new.type = declared_type
-    if declared_shape is not None:
-        new.shape = declared_shape
+    take_place(old, new)

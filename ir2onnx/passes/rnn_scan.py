@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, shape_of, value_dtype
+from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, replace_node, shape_of, value_dtype
 from ir2onnx.passes.loop_utils import is_default_domain
 
 _ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "softsign": "Softsign",
@@ -109,19 +109,9 @@ def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         if steps is not None and None not in steps[:2]:  # declared, so that later passes see static shapes
             h_last.shape, seq.shape = ir.Shape([steps[1], hidden]), ir.Shape([steps[0], steps[1], hidden])
             h_last.type = seq.type = ir.TensorType(dtype)
-    replacements = {y: em.unsqueeze(seq, [1]), y_h: em.unsqueeze(h_last, [0])}
+    replacements = [(y, em.unsqueeze(seq, [1])), (y_h, em.unsqueeze(h_last, [0]))]
     em.commit()
-    for old, new in replacements.items():
-        if old is None or not (old.uses() or old.is_graph_output()):
-            continue
-        new.type, new.shape = old.type, old.shape
-        if old.is_graph_output():
-            name, old.name = old.name, f"{old.name}/rnn"
-            new.name = name
-        old.replace_all_uses_with(new, replace_graph_outputs=True)
-    for i in range(len(node.inputs)):
-        node.replace_input_with(i, None)
-    node.graph.remove(node)  # type: ignore[union-attr]
+    replace_node(node, replacements, "rnn")
 
 
 class _Body:
