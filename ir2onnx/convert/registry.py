@@ -74,10 +74,10 @@ _LOADED: set[str] = set()  # types whose converter families have been imported
 def _load(key: str) -> None:
     """Import the converter families that define `key` (the ops package imports them on demand)."""
     if key not in _LOADED:
-        _LOADED.add(key)
         from ir2onnx.convert import ops
 
         ops.load([key])
+        _LOADED.add(key)  # only once loaded: a failed import is not remembered as "nothing converts this type"
 
 
 def _load_all() -> None:
