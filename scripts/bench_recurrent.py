@@ -230,6 +230,8 @@ def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]],
             blocks[k].append(median_ms(run, args.repeat, args.budget))
             del run
     ratios = {k: statistics.median(a / b for a, b in zip(v, blocks["openvino"])) for k, v in blocks.items()}
+    if "fused" in blocks and "loop" in blocks:
+        ratios["fused/loop"] = statistics.median(a / b for a, b in zip(blocks["fused"], blocks["loop"]))
     return {k: statistics.median(v) for k, v in blocks.items()}, ratios
 
 
@@ -280,7 +282,8 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
         makers[k] = lambda p=proto, n=names: onnxruntime(p, n)
     t, ratio = timed_rounds(makers, args)
     print(f"{name:<40} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
-          f"{ratio['loop']:>9.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}", flush=True)
+          f"{ratio['loop']:>9.2f} {ratio['fused/loop']:>10.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}",
+          flush=True)
 
 
 def main() -> None:
@@ -292,10 +295,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
     args = ap.parse_args()
     check_keras_form()
-    print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO, "
-          "median over the rounds")
+    print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO "
+          "and fused / loop (the fuse=False conversion), medians over the rounds")
     print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
-          f"{'fused as':>8} {'max err':>9}")
+          f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}")
     rng = np.random.default_rng(1)
 
     def f32(*shape: int) -> np.ndarray:
