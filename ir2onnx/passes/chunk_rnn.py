@@ -4,7 +4,7 @@ onnxruntime's CPU LSTM/GRU kernels first multiply the whole sequence by W (a [T*
 recurrence over it. When that buffer outgrows the core's cache the recurrence reads it back from memory at every
 step. Chaining nodes over consecutive time chunks (each one's Y_h/Y_c the next one's initial_h/initial_c) computes
 the same steps in the same order, bit for bit, with a buffer of about CHUNK_BYTES per node. Measured with
-onnxruntime 1.32, 2 threads, input 512, hidden 256 (scripts/bench_recurrent.py; split/concat included): LSTM batch
+onnxruntime 1.32, 2 threads, input 512, hidden 256 (one node against its chain, Split and Concat included): LSTM batch
 16: T=100 0.96x, T=300 0.85x, T=1000 0.79x the time of one node; batch 64, T=100: 0.83x; GRU batch 16, T=1000:
 0.88x. Short or narrow sequences (batch 1 and 4 at T=100, where chunks cost 4-15%) are left whole: a node is split
 only when its buffer exceeds two chunks.
