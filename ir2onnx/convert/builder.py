@@ -100,6 +100,13 @@ class GraphBuilder:
     def child(self) -> GraphBuilder:
         return GraphBuilder(self.opset, self.names, self)
 
+    def loop_body(self, name: str) -> tuple[GraphBuilder, ir.Value, ir.Value]:
+        """A child builder for an ONNX Loop body, with its first two inputs: iteration number and condition."""
+        cb = self.child()
+        it = cb.add_input(cb.names.fresh(f"{name}/iteration"), ir.DataType.INT64, [])
+        cond = cb.add_input(cb.names.fresh(f"{name}/cond"), ir.DataType.BOOL, [])
+        return cb, it, cond
+
     def add_input(self, name: str, dtype: ir.DataType, shape: Sequence[int | str | None] | None) -> ir.Value:
         v = ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape(list(shape)) if shape is not None else None)
         self.inputs.append(v)
@@ -190,6 +197,13 @@ class GraphBuilder:
         g = ir.Graph(self.inputs, outputs, nodes=self.nodes, initializers=self.initializers if self.parent is None else (),
                      opset_imports={"": self.opset} if self.parent is None else None, name=name)
         return g
+
+    def build_loop_body(self, cond: ir.Value, outputs: Sequence[ir.Value], name: str) -> ir.Graph:
+        """The Loop body graph: the condition passed on unchanged, then `outputs` (whose types and shapes the caller
+        has declared)."""
+        cond_out = self.identity(cond)
+        cond_out.type, cond_out.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([])
+        return self.build([cond_out, *outputs], name)
 
     # ---- shared emit helpers (target-opset differences live here)
     def reduce(self, op_type: str, x: ir.Value, axes: Sequence[int] | ir.Value | None, keepdims: bool,

@@ -22,8 +22,17 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, replace_node, shape_of, value_dtype
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    all_names,
+    attr,
+    const_array,
+    input_at,
+    replace_node,
+    value_dtype,
+)
 from ir2onnx.passes.loop_utils import is_default_domain
+from ir2onnx.passes.static_shapes import StaticShapes
 
 CHUNK_BYTES = 1 << 20  # the L2 cache of one core, about
 MIN_STEPS = 8
@@ -37,14 +46,10 @@ class ChunkRecurrentPass(ir.passes.InPlacePass):
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if node.op_type in _GATES and is_default_domain(node) and _rewritable(node):
                 sizes = chunk_sizes(node)
-                if sizes is not None or _bidirectional(node) or _input(node, 4) is not None:
+                if sizes is not None or _bidirectional(node) or input_at(node, 4) is not None:
                     _split(node, sizes or [], model.graph, names)
                     modified = True
         return ir.passes.PassResult(model, modified=modified)
-
-
-def _input(node: ir.Node, i: int) -> ir.Value | None:
-    return node.inputs[i] if len(node.inputs) > i else None
 
 
 def _bidirectional(node: ir.Node) -> bool:
@@ -59,19 +64,19 @@ def _rewritable(node: ir.Node) -> bool:
         return False
     if _bidirectional(node) and (attr(node, "activation_alpha") or attr(node, "activation_beta")):
         return False
-    lens = _input(node, 4)
+    lens = input_at(node, 4)
     if lens is None:
         return True
-    shape, values = shape_of(node.inputs[0]), const_array(lens)
-    return shape is not None and shape[0] is not None and values is not None and bool(np.all(values == shape[0]))
+    shape, values = StaticShapes()(node.inputs[0]), const_array(lens)
+    return shape is not None and values is not None and bool(np.all(values == shape[0]))
 
 
 def chunk_sizes(node: ir.Node) -> list[int] | None:
     """The chunk lengths `node` is split into (balanced, in time order), or None when it stays whole."""
     if not _rewritable(node):
         return None
-    shape = shape_of(node.inputs[0])
-    if shape is None or len(shape) != 3 or shape[0] is None or shape[1] is None:
+    shape = StaticShapes()(node.inputs[0])  # fully known, or no chunks: the Split sizes must be exact
+    if shape is None or len(shape) != 3:
         return None
     steps, batch = shape[0], shape[1]
     dtype = value_dtype(node)
@@ -90,8 +95,8 @@ def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: set[str]) -> 
     lstm = node.op_type == "LSTM"
     parts = em.op("Split", [node.inputs[0], em.i64(sizes)], {"axis": 0}, outputs=len(sizes)) if sizes \
         else [node.inputs[0]]
-    per_dir = [node.inputs[1], node.inputs[2], _input(node, 3), _input(node, 5)] + \
-        ([_input(node, 6), _input(node, 7)] if lstm else [])
+    per_dir = [node.inputs[1], node.inputs[2], input_at(node, 3), input_at(node, 5)] + \
+        ([input_at(node, 6), input_at(node, 7)] if lstm else [])
     attrs = {a.name: a.value for a in node.attributes.values()}
     if _bidirectional(node):
         directions = ["forward", "reverse"]

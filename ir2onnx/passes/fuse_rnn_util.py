@@ -24,6 +24,11 @@ def producer(v: ir.Value | None, *op_types: str) -> ir.Node | None:
     return n
 
 
+def input_at(node: ir.Node, i: int) -> ir.Value | None:
+    """The node's i-th input, None when absent or left out (optional inputs)."""
+    return node.inputs[i] if len(node.inputs) > i else None
+
+
 def attr(node: ir.Node, name: str, default: object = None) -> object:
     a = node.attributes.get(name)
     return default if a is None else a.value
@@ -153,6 +158,16 @@ def all_names(graph: ir.Graph) -> set[str]:
     return names
 
 
+def fresh_name(names: set[str], hint: str) -> str:
+    """`hint`, or `hint_N` for the first N that makes it new; recorded in `names`."""
+    name, n = hint, 0
+    while name in names:
+        n += 1
+        name = f"{hint}_{n}"
+    names.add(name)
+    return name
+
+
 class Emitter:
     """Creates nodes before `anchor` in its graph; constants become initializers of the main graph."""
 
@@ -165,13 +180,7 @@ class Emitter:
         self.nodes: list[ir.Node] = []
 
     def fresh(self, hint: str) -> str:
-        n = 0
-        name = f"{self.prefix}/fused/{hint}"
-        while name in self.names:
-            n += 1
-            name = f"{self.prefix}/fused/{hint}_{n}"
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, f"{self.prefix}/fused/{hint}")
 
     def const(self, array: np.ndarray, hint: str = "c") -> ir.Value:
         array = np.ascontiguousarray(array)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names
+from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
 from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, take_place
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
@@ -49,12 +49,7 @@ class _Rewriter:
     # helpers
 
     def _fresh(self, hint: str) -> str:
-        name, n = hint, 0
-        while name in self.names:
-            n += 1
-            name = f"{hint}_{n}"
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, hint)
 
     def _i64(self, values: Shape | list[int], hint: str) -> ir.Value:
         """An int64 initializer of the main graph (bodies read it as an outer value)."""

@@ -17,7 +17,16 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, replace_node, shape_of, value_dtype
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    all_names,
+    attr,
+    const_array,
+    input_at,
+    replace_node,
+    shape_of,
+    value_dtype,
+)
 from ir2onnx.passes.loop_utils import is_default_domain
 
 _ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "softsign": "Softsign",
@@ -35,15 +44,11 @@ class RNNAsScanPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _input(node: ir.Node, i: int) -> ir.Value | None:
-    return node.inputs[i] if len(node.inputs) > i else None
-
-
 def _supported(node: ir.Node) -> bool:
     acts = attr(node, "activations")
     if attr(node, "layout", 0) != 0 or attr(node, "direction", "forward") not in ("forward", "reverse"):
         return False
-    if _input(node, 4) is not None or attr(node, "activation_alpha") or attr(node, "activation_beta"):
+    if input_at(node, 4) is not None or attr(node, "activation_alpha") or attr(node, "activation_beta"):
         return False
     if acts is not None and (len(acts) != 1 or str(acts[0]).lower() not in _ACTIVATIONS):  # type: ignore[arg-type]
         return False
@@ -61,7 +66,7 @@ def _transposed(em: Emitter, w: ir.Value) -> ir.Value:
 def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     em = Emitter(node, root, names)
     x, w, r = node.inputs[0], node.inputs[1], node.inputs[2]
-    b, h0 = _input(node, 3), _input(node, 5)
+    b, h0 = input_at(node, 3), input_at(node, 5)
     assert x is not None and w is not None and r is not None
     hidden = int(attr(node, "hidden_size"))  # type: ignore[arg-type]
     act = _ACTIVATIONS[str((attr(node, "activations") or ["tanh"])[0]).lower()]  # type: ignore[index]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names
+from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
 from ir2onnx.passes.loop_utils import const_ints, inherit_meta, is_default_domain, loops_innermost_first
 
 
@@ -23,15 +23,6 @@ class StackedOutputsPass(ir.passes.InPlacePass):
         for loop, body, outer in loops_innermost_first(model.graph):
             modified |= _rewrite(loop, body, outer, names)
         return ir.passes.PassResult(model, modified=modified)
-
-
-def _fresh(names: set[str], hint: str) -> str:
-    name, n = hint, 0
-    while name in names:
-        n += 1
-        name = f"{hint}_{n}"
-    names.add(name)
-    return name
 
 
 def _scan_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
@@ -63,10 +54,10 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
         # v = x with a unit axis at k, stacked on `axis`: x stacked on `axis` (or axis - 1 past k), unit axis after
         new_axes[-1] = axis if axis <= k else axis - 1
         unit = k + 1 if axis <= k else k
-        if x.is_graph_output() or x.graph is not body or x.is_graph_input():  # listed once, computed here
-            step = ir.Value(name=_fresh(names, f"{v.name}/step"), type=x.type, shape=x.shape)
+        if x.is_graph_output() or x.graph is not body or x.is_graph_input():  # a body output of its own
+            step = ir.Value(name=fresh_name(names, f"{v.name}/step"), type=x.type, shape=x.shape)
             body.append(inherit_meta(ir.Node("", "Identity", [x], outputs=[step],
-                                             name=_fresh(names, f"{v.name}/step_node")), node))
+                                             name=fresh_name(names, f"{v.name}/step_node")), node))
             x = step
         body.outputs[i] = x
         _restack(loop, outer, loop.outputs[i - 1 if loop.op_type == "Loop" else i], unit, names)
@@ -79,15 +70,15 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
 def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: set[str]) -> None:
     """The loop now stacks values without the unit axis: its readers read `out` with that axis added back."""
     hint = out.name or "stacked"
-    axes = ir.Value(name=_fresh(names, f"{hint}/unit_axis"))
+    axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
     const = ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([axis], ir.DataType.INT64))], outputs=[axes],
-                    name=_fresh(names, f"{hint}/unit_axis_node"))
-    full = ir.Value(name=_fresh(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
+                    name=fresh_name(names, f"{hint}/unit_axis_node"))
+    full = ir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
     out.replace_all_uses_with(full, replace_graph_outputs=True)  # before the Unsqueeze reads `out`
     if full.is_graph_output():
-        full.name, out.name = out.name, _fresh(names, f"{hint}/stacked")
+        full.name, out.name = out.name, fresh_name(names, f"{hint}/stacked")
     out.shape = None
-    unsqueeze = ir.Node("", "Unsqueeze", [out, axes], outputs=[full], name=_fresh(names, f"{hint}/unsqueeze"))
+    unsqueeze = ir.Node("", "Unsqueeze", [out, axes], outputs=[full], name=fresh_name(names, f"{hint}/unsqueeze"))
     for n in (const, unsqueeze):
         inherit_meta(n, loop)
     outer.insert_after(loop, [const, unsqueeze])

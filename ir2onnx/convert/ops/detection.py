@@ -103,10 +103,8 @@ def _greedy_nms(ctx: LayerContext, boxes: ir.Value, sizes: ir.Value, valid: ir.V
                 threshold: float) -> ir.Value:
     """boxes [N, C, K, 4], sizes [N, C, K] and valid [N, C, K] in visiting order -> kept [N, C, K] (bool)."""
     b = ctx.b
-    cb = b.child()
     name = ctx.layer.name or f"detection_output_{ctx.layer.id}"
-    it = cb.add_input(cb.names.fresh(f"{name}/slot"), ir.DataType.INT64, [])
-    cond = cb.add_input(cb.names.fresh(f"{name}/cond"), ir.DataType.BOOL, [])
+    cb, it, cond = b.loop_body(name)
     keep = cb.add_input(cb.names.fresh(f"{name}/keep"), ir.DataType.BOOL, [None, None, None])
     one = cb.reshape(it, [1])
     box_i = cb.op("Gather", [boxes, one], {"axis": 2})  # [N, C, 1, 4]
@@ -130,10 +128,8 @@ def _greedy_nms(ctx: LayerContext, boxes: ir.Value, sizes: ir.Value, valid: ir.V
     slots = cb.op("Range", [cb.i64(0), cb.reshape(k, []), cb.i64(1)])
     at_i = cb.op("Equal", [slots, it])
     out_keep = cb.op("Or", [keep, cb.op("And", [at_i, new])])
-    cond_out = cb.identity(cond)
-    for v, t, r in ((cond_out, ir.DataType.BOOL, 0), (out_keep, ir.DataType.BOOL, 3)):
-        v.type, v.shape = ir.TensorType(t), ir.Shape([None] * r)
-    body = cb.build([cond_out, out_keep], b.names.fresh(f"{name}/nms_body"))
+    out_keep.type, out_keep.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([None] * 3)
+    body = cb.build_loop_body(cond, [out_keep], b.names.fresh(f"{name}/nms_body"))
     start = b.op("ConstantOfShape", [b.shape_of(valid)], {"value": np.zeros(1, np.bool_)})
     return b.op("Loop", [b.reshape(k, []), b.const(np.array(True)), start], {"body": body})
 

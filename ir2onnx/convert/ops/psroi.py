@@ -87,10 +87,8 @@ def _average(ctx: LayerContext, data: ir.Value, rois: ir.Value, batch: ir.Value,
     area = b.cast(b.op("Mul", [b.unsqueeze(b.op("Sub", [he, hs]), [2]), b.unsqueeze(b.op("Sub", [we, ws]), [1])]),
                   F32)  # [R, G(h), G(w)]
 
-    cb = b.child()
     name = ctx.layer.name or f"psroi_pooling_{ctx.layer.id}"
-    it = cb.add_input(cb.names.fresh(f"{name}/roi"), I64, [])
-    cond = cb.add_input(cb.names.fresh(f"{name}/cond"), ir.DataType.BOOL, [])
+    cb, it, cond = b.loop_body(name)
     x = cb.op("Gather", [data, cb.op("Gather", [batch, it], {"axis": 0})], {"axis": 0})  # [C, H, W]
     x = cb.reshape(x, cb.concat([cb.i64([d, g, g]), cb.shape_of(x, 1, 3)], 0))  # [D, G(h), G(w), H, W]
     col = cb.reshape(cb.op("Gather", [cols, it], {"axis": 0}), [1, 1, g, 1, -1])
@@ -99,10 +97,8 @@ def _average(ctx: LayerContext, data: ir.Value, rois: ir.Value, batch: ir.Value,
     s = cb.reduce("ReduceSum", cb.op("Mul", [t, row]), [3], keepdims=False)  # [D, G, G]
     a = cb.op("Gather", [area, it], {"axis": 0})
     s = cb.op("Where", [cb.op("Greater", [a, _f(cb, 0.0)]), cb.op("Div", [s, a]), _f(cb, 0.0)])
-    cond_out = cb.identity(cond)
-    cond_out.type, cond_out.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([])
     s.type, s.shape = ir.TensorType(F32), ir.Shape([d, g, g])
-    body = cb.build([cond_out, s], b.names.fresh(f"{name}/body"))
+    body = cb.build_loop_body(cond, [s], b.names.fresh(f"{name}/body"))
     count = b.reshape(b.shape_of(rois, 0, 1), [])
     return b.op("Loop", [count, b.const(np.array(True))], {"body": body})
 

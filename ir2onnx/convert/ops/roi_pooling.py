@@ -65,10 +65,8 @@ def _max_pool(ctx: LayerContext, data: ir.Value, rois: ir.Value, batch: ir.Value
                         b.unsqueeze(b.op("LessOrEqual", [we, ws]), [1])])  # [R, ph, pw]
     zero_out = b.op("Or", [empty, b.unsqueeze(b.op("Not", [live]), [1, 2])])
 
-    cb = b.child()
     name = ctx.layer.name or f"roi_pooling_{ctx.layer.id}"
-    it = cb.add_input(cb.names.fresh(f"{name}/roi"), i64, [])
-    cond = cb.add_input(cb.names.fresh(f"{name}/cond"), ir.DataType.BOOL, [])
+    cb, it, cond = b.loop_body(name)
     one = cb.reshape(it, [1])
     x = cb.squeeze(cb.op("Gather", [data, cb.op("Gather", [batch, one], {"axis": 0})], {"axis": 0}), [0])  # [C,H,W]
     neg = cb.const(np.array(-np.inf, np.float32))
@@ -78,10 +76,8 @@ def _max_pool(ctx: LayerContext, data: ir.Value, rois: ir.Value, batch: ir.Value
     u = cb.op("Where", [cb.unsqueeze(row_i, [2]), cb.unsqueeze(t, [1]), neg])  # [C, ph, H, pw]
     u = cb.reduce("ReduceMax", u, [2], keepdims=False)  # [C, ph, pw]
     u = cb.op("Where", [cb.op("Gather", [zero_out, it], {"axis": 0}), _f(cb, 0.0), u])
-    cond_out = cb.identity(cond)
-    cond_out.type, cond_out.shape = ir.TensorType(ir.DataType.BOOL), ir.Shape([])
     u.type, u.shape = ir.TensorType(f32), ir.Shape([None, None, None])
-    body = cb.build([cond_out, u], b.names.fresh(f"{name}/body"))
+    body = cb.build_loop_body(cond, [u], b.names.fresh(f"{name}/body"))
     count = b.reshape(b.shape_of(rois, 0, 1), [])
     return b.op("Loop", [count, b.const(np.array(True))], {"body": body})
 
