@@ -11,6 +11,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
 from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
+from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
@@ -20,6 +21,7 @@ from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 
 DEFAULT_PASSES = (
+    DropFullSequenceLensPass,  # sequence_lens that mean every step (PyTorch frontend) dropped, for the passes below
     RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
     RemoveIdentityPass,  # no Identity chains
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop

@@ -1,0 +1,156 @@
+"""Drop the sequence_lens of LSTM/GRU/RNN nodes when they are provably the full sequence length of every batch row.
+
+Converters of framework models pass lengths that say "every step": OpenVINO's PyTorch frontend gives its
+LSTMSequence/GRUSequence/RNNSequence the time dimension of the input, read at run time
+(Cast(Expand(Gather(Shape(x), time axis), [batch]))), and other producers a constant. Such lengths change nothing in
+the result, but they keep the node from the rewrites that need none: the RNN lowering (onnxruntime's RNN kernel is
+2-3x slower than the lowered form at batch 16) and the time chunks of long LSTM/GRU sequences.
+
+Lengths are dropped only when proven: a constant equal to a static time dimension, or a value every element of which
+is read from the shape of the recurrent input's time axis, through ops that only move, broadcast or re-type those
+elements (Cast to an integer type, Expand, Tile, Concat, reshapes, Gather of a Shape) and, on the input's side,
+through ops that keep the size of the time axis (Transpose, Squeeze, Unsqueeze, Reshape copying it with a 0, Cast,
+unary elementwise ops, and another recurrent node, whose Y has its input's length).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.passes.fuse_rnn_util import attr, const_array, input_at, int_scalar
+from ir2onnx.passes.loop_utils import const_ints, is_default_domain
+from ir2onnx.passes.static_shapes import StaticShapes, transpose_perm
+
+_RECURRENT = ("LSTM", "GRU", "RNN")
+_SAME_ELEMENTS = ("Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile")
+_SAME_DIMS = ("Identity", "Cast", "Relu", "Tanh", "Sigmoid", "Neg", "Abs", "Exp", "Log", "Sqrt", "Softsign",
+              "Softplus", "Erf", "Floor", "Ceil", "Round", "Sign", "Reciprocal")
+_INTS = {ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT32, ir.DataType.UINT64}
+
+Dim = tuple[ir.Value, int]  # (a value, one of its axes): stands for that axis's size
+
+
+class DropFullSequenceLensPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        shapes = StaticShapes()
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            lens = input_at(node, 4)
+            if node.op_type in _RECURRENT and is_default_domain(node) and lens is not None \
+                    and attr(node, "layout", 0) == 0 and full_length(lens, node.inputs[0], shapes):
+                node.replace_input_with(4, None)
+                modified = True
+        return ir.passes.PassResult(model, modified=modified)
+
+
+def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None = None) -> bool:
+    """Whether every element of `lens` equals the size of axis 0 of `x` (the time axis of a layout-0 node)."""
+    if x is None:
+        return False
+    values = const_array(lens)
+    if values is not None:
+        shape = (shapes or StaticShapes())(x)
+        return shape is not None and len(shape) > 0 and values.size > 0 and bool(np.all(values == shape[0]))
+    source = _uniform_source(lens)
+    return source is not None and _root(source) == _root((x, 0))
+
+
+def _uniform_source(v: ir.Value) -> Dim | None:
+    """The (value, axis) whose size every element of `v` equals, when `v` is built from that size alone."""
+    node = v.producer()
+    if node is None or not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
+        return None
+    op = node.op_type
+    if op == "Cast":
+        return _uniform_source(node.inputs[0]) if attr(node, "to") in _INTS else None
+    if op in _SAME_ELEMENTS:
+        return _uniform_source(node.inputs[0])
+    if op == "Concat":
+        sources = [_uniform_source(i) if i is not None else None for i in node.inputs]
+        roots = {_root(s) if s is not None else None for s in sources}
+        return sources[0] if len(roots) == 1 and None not in roots else None
+    if op == "Gather" and attr(node, "axis", 0) == 0:
+        index = int_scalar(input_at(node, 1))
+        return None if index is None else _shape_element(node.inputs[0], index)
+    return None
+
+
+def _shape_element(v: ir.Value, index: int) -> Dim | None:
+    """The (value, axis) whose size element `index` of `v` is, when `v` is (a Cast to integers of) a Shape."""
+    node = v.producer()
+    while node is not None and is_default_domain(node) and node.op_type == "Cast" and attr(node, "to") in _INTS:
+        node = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if node is None or not is_default_domain(node) or node.op_type != "Shape" or node.inputs[0] is None:
+        return None
+    source = node.inputs[0]
+    rank = len(source.shape) if source.shape is not None else None
+    start, end = int(attr(node, "start", 0)), attr(node, "end")  # type: ignore[arg-type]
+    if rank is None and (start < 0 or index < 0 or (end is not None and int(end) < 0)):  # type: ignore[arg-type]
+        return None
+    if rank is not None:
+        start = max(0, min(rank, start + rank if start < 0 else start))
+        stop = rank if end is None else max(0, min(rank, int(end) + rank if int(end) < 0 else int(end)))  # type: ignore[arg-type]
+        length = stop - start
+        if not -length <= index < length:
+            return None
+        index = index % length
+    elif end is not None and index >= int(end) - start:  # type: ignore[arg-type]
+        return None
+    return source, start + index
+
+
+def _root(dim: Dim) -> tuple[int, int]:
+    """Follow (value, axis) back through ops that keep the size of that axis (moving it for Transpose, Squeeze,
+    Unsqueeze, and from a recurrent node's outputs to its input) to its origin."""
+    v, axis = dim
+    while (node := v.producer()) is not None and is_default_domain(node) and node.inputs \
+            and node.inputs[0] is not None:
+        moved = _axis_in_input(node, v, axis)
+        if moved is None:
+            break
+        v, axis = node.inputs[0], moved
+    return id(v), axis
+
+
+def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
+    """The axis of node's first input that has the size of `axis` of its output `v`, when the node keeps it."""
+    op = node.op_type
+    if op in _SAME_DIMS:
+        return axis if len(node.inputs) == 1 else None
+    if op == "Transpose":
+        rank = _rank(v)
+        return transpose_perm(node, rank)[axis] if rank is not None and axis < rank else None
+    if op in ("Squeeze", "Unsqueeze"):
+        axes = const_ints(input_at(node, 1)) if len(node.inputs) > 1 else \
+            [int(a) for a in node.attributes["axes"].as_ints()] if "axes" in node.attributes else None
+        rank = _rank(node.inputs[0])
+        if not axes or rank is None:  # Squeeze without axes drops whichever dims are 1: unknown here
+            return None
+        if op == "Squeeze":
+            kept = [i for i in range(rank) if i not in {a % rank for a in axes}]
+            return kept[axis] if axis < len(kept) else None
+        out = {a % (rank + len(axes)) for a in axes}
+        return None if axis in out else axis - sum(a < axis for a in out)
+    if op == "Reshape":  # a 0 in the new shape copies the input's dim at that axis
+        shape = const_ints(input_at(node, 1))
+        ok = shape is not None and axis < len(shape) and shape[axis] == 0 and not attr(node, "allowzero", 0)
+        return axis if ok else None
+    if op in _RECURRENT and attr(node, "layout", 0) == 0:
+        index = v.index()
+        if index == 0:  # Y [T, num_directions, B, H]
+            return {0: 0, 2: 1}.get(axis)
+        return 1 if axis == 1 else None  # Y_h, Y_c [num_directions, B, H]
+    return None
+
+
+def _rank(v: ir.Value) -> int | None:
+    if v.shape is not None:
+        return len(v.shape)
+    node = v.producer()
+    if node is not None and is_default_domain(node):
+        if node.op_type == "Transpose" and "perm" in node.attributes:
+            return len(node.attributes["perm"].as_ints())
+        if node.op_type in _RECURRENT:
+            return 4 if v.index() == 0 else 3
+    return None

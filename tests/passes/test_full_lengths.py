@@ -1,0 +1,156 @@
+"""sequence_lens that provably mean every step are dropped from LSTM/GRU/RNN nodes; anything else is kept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
+from tests.utils import assert_equivalent, count_ops
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+I, H = 3, 4
+RECURRENT = ("LSTM", "GRU", "RNN")
+
+Node = onnx.NodeProto
+Lens = Callable[[list[Node]], str]  # appends the nodes computing the lengths, returns their name
+
+
+def _c(nodes: list[Node], name: str, value: object, dtype: object = np.int64) -> str:
+    nodes.append(helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype))))
+    return name
+
+
+def torch_form(index: int = 1, shape_of: str = "x") -> Lens:
+    """OpenVINO's PyTorch frontend: Cast(Expand(Gather(Cast(Shape(x)), time axis), [batch])) to int32."""
+    def build(nodes: list[Node]) -> str:
+        nodes += [helper.make_node("Shape", [shape_of], ["shp"]),
+                  helper.make_node("Cast", ["shp"], ["shp32"], to=TensorProto.INT32),
+                  helper.make_node("Gather", ["shp32", _c(nodes, "t_i", index)], ["steps"], axis=0),
+                  helper.make_node("Gather", ["shp", _c(nodes, "b_i", [0])], ["batch"], axis=0),
+                  helper.make_node("Expand", ["steps", "batch"], ["lens64"]),
+                  helper.make_node("Cast", ["lens64"], ["lens"], to=TensorProto.INT32)]
+        return "lens"
+    return build
+
+
+def shape_start(nodes: list[Node]) -> str:
+    """Shape(x, start=1)[0] (the time axis), concatenated twice: the lengths of a batch of 2."""
+    nodes += [helper.make_node("Shape", ["x"], ["tail"], start=1),
+              helper.make_node("Gather", ["tail", _c(nodes, "zero", [0])], ["t1"], axis=0),
+              helper.make_node("Concat", ["t1", "t1"], ["lens64"], axis=0),
+              helper.make_node("Cast", ["lens64"], ["lens"], to=TensorProto.INT32)]
+    return "lens"
+
+
+def constant(value: list[int]) -> Lens:
+    return lambda nodes: _c(nodes, "lens", value, np.int32)
+
+
+def float_detour(nodes: list[Node]) -> str:
+    """The time axis through a float Cast and a scale: not a move of the shape's elements."""
+    nodes += [helper.make_node("Shape", ["x"], ["shp"]),
+              helper.make_node("Gather", ["shp", _c(nodes, "t_i", [1])], ["steps"], axis=0),
+              helper.make_node("Cast", ["steps"], ["f"], to=TensorProto.FLOAT),
+              helper.make_node("Mul", ["f", _c(nodes, "half", [0.5], np.float32)], ["g"]),
+              helper.make_node("Cast", ["g"], ["g64"], to=TensorProto.INT64),
+              helper.make_node("Expand", ["g64", _c(nodes, "b2", [2])], ["lens64"]),
+              helper.make_node("Cast", ["lens64"], ["lens"], to=TensorProto.INT32)]
+    return "lens"
+
+
+def model(op: str, lens: Lens, *, layers: int = 1, static: bool = False, reshape: bool = False) -> onnx.ModelProto:
+    """x [B=2, T, I] batch-first -> Transpose -> `layers` recurrent nodes (each next one reads the last one's Y
+    through Squeeze of the direction axis, or with `reshape` through Transpose and Reshape [0, 0, -1] as the
+    PyTorch frontend joins bidirectional layers) with the lengths `lens` builds; outputs Y of the last node, Y_h."""
+    rng = np.random.default_rng(0)
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    nodes: list[Node] = []
+    name = lens(nodes)
+    nodes.append(helper.make_node("Transpose", ["x"], ["X0"], perm=[1, 0, 2]))
+    inits, x = [], "X0"
+    for k in range(layers):
+        width = I if k == 0 else H
+        inits += [numpy_helper.from_array(rng.standard_normal((1, g * H, width)).astype(np.float32), f"W{k}"),
+                  numpy_helper.from_array(rng.standard_normal((1, g * H, H)).astype(np.float32) * 0.5, f"R{k}")]
+        nodes.append(helper.make_node(op, [x, f"W{k}", f"R{k}", "", name], [f"Y{k}", f"Yh{k}"], hidden_size=H))
+        if reshape:
+            nodes += [helper.make_node("Transpose", [f"Y{k}"], [f"T{k}"], perm=[0, 2, 1, 3]),
+                      helper.make_node("Reshape", [f"T{k}", _c(nodes, f"ax{k}", [0, 0, -1])], [f"X{k + 1}"])]
+        else:
+            nodes.append(helper.make_node("Squeeze", [f"Y{k}", _c(nodes, f"ax{k}", [1])], [f"X{k + 1}"]))
+        x = f"X{k + 1}"
+    dims: list[int | str] = [2, 7, I] if static else ["batch", "time", I]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
+                                           helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["t", "b", H]),
+                               helper.make_tensor_value_info(f"Yh{layers - 1}", TensorProto.FLOAT, [1, "b", H])],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def dropped(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, list[bool]]:
+    """The model after the pass, and for each recurrent node whether it still has sequence_lens."""
+    m = ir.serde.deserialize_model(proto)
+    DropFullSequenceLensPass()(m)
+    out = ir.to_proto(m)
+    onnx.checker.check_model(out, full_check=True)
+    return out, [len(n.input) > 4 and n.input[4] != "" for n in out.graph.node if n.op_type in RECURRENT]
+
+
+CASES = [
+    ("torch form", torch_form(), {}, True),
+    ("torch form, two layers", torch_form(), {"layers": 2}, True),
+    ("torch form, two layers joined by Reshape", torch_form(), {"layers": 2, "reshape": True}, True),
+    ("negative index", torch_form(-2), {}, True),
+    ("Shape start, Concat", shape_start, {}, True),
+    ("constant, static", constant([7, 7]), {"static": True}, True),
+    ("batch axis", torch_form(0), {}, False),
+    ("another input's shape", torch_form(1, "y"), {}, False),
+    ("not a move of the elements", float_detour, {}, False),
+    ("constant, dynamic time", constant([7, 7]), {}, False),
+    ("constant, shorter", constant([7, 5]), {"static": True}, False),
+]
+
+
+@pytest.mark.parametrize("op", RECURRENT)
+@pytest.mark.parametrize("label,lens,kw,drop", CASES, ids=[c[0] for c in CASES])
+def test_lengths(op: str, label: str, lens: Lens, kw: dict[str, object], drop: bool) -> None:
+    before = model(op, lens, **kw)  # type: ignore[arg-type]
+    after, kept = dropped(before)
+    assert kept == [not drop] * int(kw.get("layers", 1))  # type: ignore[call-overload]
+    rng = np.random.default_rng(1)
+    feed = {n: rng.standard_normal((2, 7, I)).astype(np.float32) for n in ("x", "y")}
+    for got, want in zip(run_onnxruntime(after, feed), run_onnxruntime(before, feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_torch_rnn_becomes_scan() -> None:
+    """OpenVINO's PyTorch frontend gives its RNNSequence the run-time time axis as lengths: dropped, the RNN is
+    lowered like one without them, and the result stays OpenVINO's and PyTorch's."""
+    d = FIXTURES / "torch_rnn_relu_2layers"
+    stored = np.load(d / "inputs.npz")
+    inputs = [stored[n] for n in stored.files]
+    proto = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
+    assert count_ops(proto, "RNN") == 0 and count_ops(proto, "Scan") == 2
+    expected = np.load(d / "expected.npz")
+    feed = dict(zip([i.name for i in proto.graph.input], inputs))
+    for got, want in zip(run_onnxruntime(proto, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["torch_lstm", "torch_gru_bidirectional", "torch_gru_time_major",
+                                  "torch_lstm_bidirectional_2layers"])
+def test_torch_fixtures_lose_their_lengths(name: str) -> None:
+    d = FIXTURES / name
+    stored = np.load(d / "inputs.npz")
+    proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4)
+    nodes = [n for n in proto.graph.node if n.op_type in RECURRENT]
+    assert nodes and all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)
