@@ -9,7 +9,9 @@ Networks: the specification's TensorIterator over LSTMCell (input 512, hidden 25
 the same over GRUCell and RNNCell, Keras LSTM / GRU / bidirectional LSTM layers (input 128, hidden 256, T=100) in the
 form OpenVINO's TensorFlow frontend gives them (a Loop over MatMul + gate Split + Sigmoid/Tanh with counters, a
 Gather per step and a TensorList buffer; rebuilt here with OpenVINO's Python API, the structure checked against
-tests/fixtures/rnn_keras_*), and a Loop with a generic (non-cell) body.
+tests/fixtures/rnn_keras_*), PyTorch nn.LSTM / nn.GRU / nn.RNN (input 512, hidden 256) as OpenVINO's PyTorch frontend
+gives them (a sequence op whose lengths are the input's time axis read at run time; checked against
+tests/fixtures/torch_lstm), and a Loop with a generic (non-cell) body.
 
 Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--quick]
 """
@@ -158,6 +160,32 @@ def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
     return ov.Model([ops.transpose(y, perm)], [X])
 
 
+def torch_layer(kind: str, inputs: int, hidden: int) -> ov.Model:
+    """nn.LSTM / nn.GRU / nn.RNN (batch_first) as OpenVINO's PyTorch frontend converts them: an LSTMSequence /
+    GRUSequence / RNNSequence on dynamic shapes, with zero initial states and the input's time axis, read at run time,
+    as every batch row's length."""
+    rng = np.random.default_rng(0)
+    g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
+    X = ops.parameter([-1, -1, -1], np.float32, name="x")
+    shape = ops.shape_of(X)
+    batch = ops.gather(shape, ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
+    zeros = ops.broadcast(ops.constant(np.float32(0)),
+                          ops.concat([ops.constant(np.array([1], np.int64)), batch,
+                                      ops.constant(np.array([hidden], np.int64))], 0))
+    h0 = ops.reshape(zeros, ops.constant(np.array([-1, 1, hidden], np.int64)), False)
+    steps = ops.gather(ops.convert(shape, np.int32), ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0)))
+    lens = ops.broadcast(steps, ops.convert(batch, np.int32))
+    w, r = ops.constant(_w(rng, 1, g * hidden, inputs)), ops.constant(_w(rng, 1, g * hidden, hidden))
+    if kind == "lstm":
+        seq = ops.lstm_sequence(X, h0, h0, lens, w, r, ops.constant(_w(rng, 1, 4 * hidden)), hidden, "forward")
+    elif kind == "gru":
+        seq = ops.gru_sequence(X, h0, lens, w, r, ops.constant(_w(rng, 1, 4 * hidden)), hidden, "forward",
+                               linear_before_reset=True)
+    else:
+        seq = ops.rnn_sequence(X, h0, lens, w, r, ops.constant(_w(rng, 1, hidden)), hidden, "forward")
+    return ov.Model([ops.squeeze(seq.output(0), ops.constant(np.int64(1)))], [X])
+
+
 def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
     """A Loop whose body is no recurrent cell: s' = tanh(s W) * 0.5 + x_t."""
     rng = np.random.default_rng(0)
@@ -188,6 +216,28 @@ def check_keras_form() -> None:
         if _body_ops(ours) != _body_ops(theirs):
             raise SystemExit(f"the rebuilt Keras {kind} differs from the frontend's: {_body_ops(ours)} vs "
                              f"{_body_ops(theirs)}")
+
+
+def check_torch_form() -> None:
+    """The rebuilt PyTorch LSTM computes its lengths with the same ops as the PyTorch frontend's
+    (tests/fixtures/torch_lstm)."""
+    path = FIXTURES / "torch_lstm" / "model.xml"
+    if path.exists():
+        ours, theirs = _lens_ops(torch_layer("lstm", 4, 8)), _lens_ops(ov.Core().read_model(str(path)))
+        if ours != theirs:
+            raise SystemExit(f"the rebuilt PyTorch LSTM's lengths differ from the frontend's: {ours} vs {theirs}")
+
+
+def _lens_ops(model: ov.Model) -> collections.Counter[str]:
+    """The ops computing the LSTMSequence's sequence lengths, by type."""
+    seq = next(op for op in model.get_ordered_ops() if op.get_type_name() == "LSTMSequence")
+    count: collections.Counter[str] = collections.Counter()
+    todo = [seq.input_value(3).get_node()]
+    while todo:
+        node = todo.pop()
+        count[node.get_type_name()] += 1
+        todo += [v.get_node() for v in node.input_values()]
+    return count
 
 
 def _body_ops(model: ov.Model) -> collections.Counter[str]:
@@ -295,6 +345,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
     args = ap.parse_args()
     check_keras_form()
+    check_torch_form()
     print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO "
           "and fused / loop (the fuse=False conversion), medians over the rounds")
     print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
@@ -317,6 +368,10 @@ def main() -> None:
         for batch in (1, 16):
             cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
                           lambda b=batch: [f32(b, 100, 128)]))
+    for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("rnn", "RNN")):
+        for batch in (1, 16):
+            cases.append((f"PyTorch {label} 512/256 T=100 B={batch}", lambda k=kind: torch_layer(k, 512, 256),
+                          lambda b=batch: [f32(b, 100, 512)]))
     for batch in (1, 16):
         cases.append((f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
                       lambda b=batch: [f32(100, b, 256), f32(b, 256)]))

@@ -10,23 +10,20 @@ onnxruntime 1.32, 2 threads, input 512, hidden 256 (one node against its chain, 
 only when its buffer exceeds two chunks.
 
 A bidirectional node becomes a forward and a reverse chain (onnxruntime runs its two directions one after the
-other anyway; 0.92x at batch 1, 0.86x with chunks at batch 16), and sequence_lens that are a constant equal to the
-sequence length everywhere are dropped (they mean every step).
+other anyway; 0.92x at batch 1, 0.86x with chunks at batch 16).
 
-Handled: layout 0, static sequence length and batch for chunks; per-batch lengths other than the full length, and
-bidirectional nodes with activation_alpha/beta, stay whole.
+Handled: layout 0, no sequence_lens (full-length ones are dropped before, by full_lengths.py), static sequence length
+and batch for chunks; bidirectional nodes with activation_alpha/beta stay whole.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     all_names,
     attr,
-    const_array,
     input_at,
     replace_node,
     value_dtype,
@@ -46,7 +43,7 @@ class ChunkRecurrentPass(ir.passes.InPlacePass):
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if node.op_type in _GATES and is_default_domain(node) and _rewritable(node):
                 sizes = chunk_sizes(node)
-                if sizes is not None or _bidirectional(node) or input_at(node, 4) is not None:
+                if sizes is not None or _bidirectional(node):
                     _split(node, sizes or [], model.graph, names)
                     modified = True
         return ir.passes.PassResult(model, modified=modified)
@@ -57,18 +54,12 @@ def _bidirectional(node: ir.Node) -> bool:
 
 
 def _rewritable(node: ir.Node) -> bool:
-    """Layout 0, float, sequence_lens absent or the full length everywhere, per-direction attributes separable."""
-    if attr(node, "layout", 0) != 0 or node.inputs[0] is None:
+    """Layout 0, float, no sequence_lens, per-direction attributes separable."""
+    if attr(node, "layout", 0) != 0 or node.inputs[0] is None or input_at(node, 4) is not None:
         return False
     if value_dtype(node) not in (ir.DataType.FLOAT, ir.DataType.DOUBLE):
         return False
-    if _bidirectional(node) and (attr(node, "activation_alpha") or attr(node, "activation_beta")):
-        return False
-    lens = input_at(node, 4)
-    if lens is None:
-        return True
-    shape, values = StaticShapes()(node.inputs[0]), const_array(lens)
-    return shape is not None and values is not None and bool(np.all(values == shape[0]))
+    return not (_bidirectional(node) and (attr(node, "activation_alpha") or attr(node, "activation_beta")))
 
 
 def chunk_sizes(node: ir.Node) -> list[int] | None:

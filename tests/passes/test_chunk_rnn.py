@@ -83,7 +83,6 @@ CASES = [
     ("LSTM", {"direction": "bidirectional", "states": False, "outputs": 1,
               "activations": ["Sigmoid", "Tanh", "Tanh", "Sigmoid", "Relu", "Tanh"]}),
     ("GRU", {"direction": "bidirectional", "linear_before_reset": 1}),
-    ("LSTM", {"lens": 37}),
 ]
 
 
@@ -121,8 +120,8 @@ def test_other_forms_stay_whole(monkeypatch: pytest.MonkeyPatch, kw: dict[str, A
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
 def test_short_bidirectional_becomes_two_directions(op: str) -> None:
-    """Under two chunks: no Split of the sequence, one node per direction, and full-length sequence_lens dropped."""
-    proto = rnn_model(op, 6, 2, 3, direction="bidirectional", lens=6)
+    """Under two chunks: no Split of the sequence, one node per direction."""
+    proto = rnn_model(op, 6, 2, 3, direction="bidirectional")
     out = chunked(proto)
     assert count_ops(out, op) == 2 and count_ops(out, "Split") == (5 if op == "LSTM" else 4)  # W, R, B, H0 (and C0) per direction
     rng = np.random.default_rng(2)

@@ -12,7 +12,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes import apply_default_passes
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
+from tests.passes.test_chunk_rnn import rnn_model
 from tests.utils import assert_equivalent, count_ops
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -154,3 +156,20 @@ def test_torch_fixtures_lose_their_lengths(name: str) -> None:
     proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4)
     nodes = [n for n in proto.graph.node if n.op_type in RECURRENT]
     assert nodes and all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)
+
+
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_dropped_lengths_let_long_sequences_chunk(op: str) -> None:
+    """The default passes: constant full-length lengths on a long sequence go, then the node is chunked
+    (chunk_rnn.py takes only nodes without lengths); the result is bit-identical."""
+    proto = rnn_model(op, 300, 16, 64, lens=300)
+    m = ir.serde.deserialize_model(proto)
+    apply_default_passes(m)
+    out = ir.to_proto(m)
+    nodes = [n for n in out.graph.node if n.op_type == op]
+    assert len(nodes) > 1 and all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)
+    rng = np.random.default_rng(2)
+    feed = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in proto.graph.input}
+    for got, want in zip(run_onnxruntime(out, feed), run_onnxruntime(proto, feed), strict=True):
+        np.testing.assert_array_equal(got, want)
