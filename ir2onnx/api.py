@@ -31,7 +31,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     if fuse:
         fuse_recurrent(out)
     if optimize:
-        apply_default_passes(out)
+        apply_default_passes(out, fuse=fuse)
     layer_map.refresh(out)  # passes may have removed values
     validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
     # keep the weights' memory map alive as long as the model that views it

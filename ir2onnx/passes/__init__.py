@@ -35,9 +35,23 @@ DEFAULT_PASSES = (
 )
 
 
-def apply_default_passes(model: ir.Model) -> None:
-    """Apply the default passes in place."""
+def apply_default_passes(model: ir.Model, *, fuse: bool = False) -> None:
+    """Apply the default passes in place. `fuse`: loops the recurrent fusion left are tried again first, once the
+    per-step work on their sliced inputs has been lifted out of them."""
+    if fuse:
+        _fuse_lifted(model)
     for make in DEFAULT_PASSES:
+        make()(model)
+
+
+def _fuse_lifted(model: ir.Model) -> None:
+    """A body that projects or activates its slice before the cell (x_t @ W + b -> Relu -> LSTMCell) holds the cell
+    alone once LiftLoopInputsPass has moved that work out (the slice reads it leaves behind removed): fuse it then.
+    This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
+    if not any(n.op_type in ("Scan", "Loop") for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+        return
+    for make in (RemoveIdentityPass, HoistLoopInvariantsPass, LiftLoopInputsPass, RemoveUnusedNodesPass,
+                 FuseRecurrentLoopsPass):
         make()(model)
 
 

@@ -3,7 +3,8 @@
 A Scan body sees one slice x_t of a scan input X per iteration; a Loop body that reads `Gather(X, i, axis)` of an
 outer X at an iteration-dependent index i does the same. When a body node computes f(x_t) from that slice and
 loop-invariant values only, and f can be applied to the whole of X with the same result per slice (an input
-projection x_t @ W with a constant or outer 2-D W, a bias added, a Squeeze, an elementwise op), f(X) is computed
+projection x_t @ W with a constant or outer 2-D W, a bias added, a Squeeze or a Reshape that only drops unit dims,
+an elementwise op), f(X) is computed
 once before the loop and the body reads its slice instead: a new scan input of the Scan, or a Gather of f(X) in
 the Loop. Repeated, this moves a chain (Squeeze -> MatMul -> Add) out as one batched computation. Scan inputs no
 longer read are dropped.
@@ -14,6 +15,7 @@ becomes one Gather first.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,8 +72,7 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
     elif op in _BINARY and len(node.inputs) == 2:
         if op == "Div" and out.dtype is not None and not out.dtype.is_floating_point():
             return None  # integer division by zero in a slice a Loop never reads must not fail the model
-        ranks = [x_rank if v is x else rank(v) for v in node.inputs]
-        if any(r is None or r > x_rank - axis for r, v in zip(ranks, node.inputs) if v is not x):
+        if not all(_broadcasts_past(v, x_rank, axis) for v in node.inputs if v is not x):
             return None
         new_axis = axis
     elif op == "MatMul" and node.inputs[0] is x and node.inputs[1] is not x:
@@ -81,26 +82,70 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         new_axis = axis
     elif op == "Squeeze" and len(node.inputs) == 2 and node.inputs[0] is x:
         axes = const_ints(node.inputs[1])
-        if axes is None:
-            return None
-        axes = [a + x_rank if a < 0 else a for a in axes]
-        new_axes = [a + (a >= axis) for a in axes]
-        new_axis = axis - sum(a < axis for a in axes)
-        new_rank = x_rank - len(set(axes))
-        axes_value = ir.Value(name=f"{out.name}/lifted_axes",
-                              const_value=ir.tensor(np.array(new_axes, np.int64), name=f"{out.name}/lifted_axes"))
-        axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
-                            outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
-        value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
-        lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value],
-                         name=f"{node.name}/lifted")
-        return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
+        return None if axes is None else _lift_squeeze(node, [a + x_rank if a < 0 else a for a in axes], axis,
+                                                       x_rank, whole)
+    elif op == "Reshape" and node.inputs[0] is x:
+        dims = _dims(x.shape)
+        axes = _reshape_as_squeeze(node, dims if dims is not None and len(dims) == x_rank else None)
+        return None if axes is None else _lift_squeeze(node, axes, axis, x_rank, whole)
     else:
         return None
     value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
     inputs = [whole if v is x else v for v in node.inputs]
     lifted = ir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(lifted, node)], value, new_axis, x_rank)
+
+
+def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:
+    """Whether `v` broadcast against a slice (rank x_rank) and against the whole (the slices stacked on `axis`)
+    meets the same dims: all its dims lie after the slicing axis, or those that do not are 1 ([1, I] + [B, I])."""
+    r = rank(v)
+    if r is None or r > x_rank:
+        return False
+    extra = r - (x_rank - axis)
+    if extra <= 0:
+        return True
+    arr = const_array(v)
+    shape = arr.shape if arr is not None else v.shape
+    return shape is not None and all(d == 1 for d in list(shape)[:extra])
+
+
+def _lift_squeeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole: ir.Value) -> _Lifted:
+    """Squeeze(whole) of the slice's `axes` (non-negative) moved past the slicing axis."""
+    out = node.outputs[0]
+    new_axes = [a + (a >= axis) for a in axes]
+    new_axis = axis - sum(a < axis for a in axes)
+    new_rank = x_rank - len(set(axes))
+    axes_value = ir.Value(name=f"{out.name}/lifted_axes",
+                          const_value=ir.tensor(np.array(new_axes, np.int64), name=f"{out.name}/lifted_axes"))
+    axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
+                        outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
+    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
+    lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
+    return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
+
+
+def _dims(shape: ir.Shape | None) -> list[int | None] | None:
+    return None if shape is None else [d if isinstance(d, int) else None for d in shape]
+
+
+def _reshape_as_squeeze(node: ir.Node, dims: list[int | None] | None) -> list[int] | None:
+    """The axes that a Reshape to a constant shape drops from its input (of dims `dims`, None where unknown), when
+    it only drops unit dims (known to be 1) and keeps the others in place: [B, 1, I] -> [-1, I] is Squeeze(1)."""
+    target = const_ints(node.inputs[1]) if len(node.inputs) > 1 else None
+    if target is None or dims is None or target.count(-1) > 1:
+        return None
+    x_rank = len(dims)
+    allowzero = node.attributes.get("allowzero")
+    copies = allowzero is None or allowzero.as_int() == 0  # a 0 copies the input dim at its position, else is 0
+    units = [i for i, d in enumerate(dims) if d == 1]
+    for drop in itertools.combinations(units, x_rank - len(target)) if len(target) <= x_rank else ():
+        kept = [i for i in range(x_rank) if i not in drop]
+        # every kept dim matched exactly; a -1 then takes the one left, which is the input's
+        if all(t == -1 or (t == 0 and (i == j if copies else dims[i] == 0)) or (t > 0 and dims[i] == t)
+               for j, (i, t) in enumerate(zip(kept, target))):
+            return list(drop)
+    return None
 
 
 def _unknown_dims(n: int) -> ir.Shape:
@@ -222,10 +267,12 @@ def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
 
 
 def _gathers_from_slices(body: ir.Graph) -> bool:
-    """Squeeze(Slice(X, s, s + 1, axes=[a]), [a]) of an outer X -> Gather(X, s as a scalar, axis=a)."""
+    """Squeeze(Slice(X, s, s + 1, axes=[a]), [a]) of an outer X -> Gather(X, s as a scalar, axis=a); also with a
+    Reshape that only drops axis a in place of the Squeeze."""
     modified = False
     for squeeze in list(body):
-        if squeeze.op_type != "Squeeze" or not is_default_domain(squeeze) or len(squeeze.inputs) != 2:
+        if squeeze.op_type not in ("Squeeze", "Reshape") or not is_default_domain(squeeze) \
+                or len(squeeze.inputs) != 2:
             continue
         sliced = squeeze.inputs[0]
         cut = sliced.producer() if sliced is not None else None
@@ -236,14 +283,22 @@ def _gathers_from_slices(body: ir.Graph) -> bool:
         if whole is None or start is None or defined_in(whole, body):
             continue
         cut_axes = const_ints(axes)
-        squeezed = const_ints(squeeze.inputs[1])
-        if cut_axes is None or len(cut_axes) != 1 or squeezed is None or len(squeezed) != 1:
-            continue
         r = rank(whole)
-        if r is None and min(cut_axes[0], squeezed[0]) < 0:
+        if cut_axes is None or len(cut_axes) != 1 or (r is None and cut_axes[0] < 0):
             continue
         a = cut_axes[0] + r if cut_axes[0] < 0 else cut_axes[0]  # type: ignore[operator]
-        if (squeezed[0] + r if squeezed[0] < 0 else squeezed[0]) != a:  # type: ignore[operator]
+        if squeeze.op_type == "Squeeze":
+            squeezed = const_ints(squeeze.inputs[1])
+            if squeezed is not None and len(squeezed) == 1 and squeezed[0] < 0:
+                squeezed = None if r is None else [squeezed[0] + r]
+        else:
+            own, outer = _dims(sliced.shape), _dims(whole.shape)  # the slice is the whole with 1 at axis a
+            dims = None
+            if outer is not None and len(outer) == r:
+                dims = [o if own is None or len(own) != r or own[i] is None else own[i] for i, o in enumerate(outer)]
+                dims[a] = 1
+            squeezed = _reshape_as_squeeze(squeeze, dims)
+        if squeezed != [a]:
             continue
         if steps is not None and const_ints(steps) != [1]:
             continue

@@ -109,12 +109,13 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
                    trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
-                   squeeze_step: bool = False, seed: int = 0) -> ov.Model:
+                   squeeze_step: bool = False, pre: bool = False, seed: int = 0) -> ov.Model:
     """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
     default `steps`; -1 reads it from X's shape at run time. `squeeze_step`: the step's slice enters the cell through
-    a Squeeze of its time axis instead of a Reshape."""
+    a Squeeze of its time axis instead of a Reshape. `pre`: the step's slice goes through a projection and a Relu
+    (per-step work on the input only) before the cell."""
     rng = np.random.default_rng(seed)
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -135,6 +136,8 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         body_params.append(bc)
     x = ops.squeeze(bx, ops.constant(np.array([axis], np.int64))) if squeeze_step else \
         ops.reshape(bx, ops.constant(np.array([-1, inputs], np.int64)), False)
+    if pre:
+        x = ops.relu(_bias(rng, _mm(rng, x, inputs, inputs), inputs))
     new = step(x, bh, bc)
     r_h = ops.result(new[0])
     r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([axis], np.int64))))

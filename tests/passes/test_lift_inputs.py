@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx_ir as ir
 import openvino.opset13 as ops
 import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes import lift_inputs
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
 
@@ -92,3 +94,27 @@ def test_elementwise_recurrence_against_numpy(tmp_path: Path, kind: str, optimiz
     np.testing.assert_allclose(last, h, rtol=1e-6, atol=1e-6)
     if optimize:
         assert ops_in(proto.graph, "Squeeze", bodies=True) == 0 and ops_in(proto.graph, "Slice", bodies=True) == 0
+
+
+def _reshape(target: list[int], allowzero: int = 0) -> ir.Node:
+    shape = ir.Value(name="shape", const_value=ir.tensor(np.array(target, np.int64)))
+    return ir.Node("", "Reshape", [ir.Value(name="x"), shape], [ir.AttrInt64("allowzero", allowzero)])
+
+
+@pytest.mark.parametrize("dims,target,allowzero,axes", [
+    ([2, 1, 4], [-1, 4], 1, [1]),  # the TensorIterator slice of a batch-first sequence
+    ([None, 1, 4], [-1, 4], 0, [1]),  # dynamic batch: -1 takes it
+    ([None, 1, 4], [0, 4], 0, [1]),  # a 0 copies dim 0
+    ([None, 1, 4], [0, 4], 1, None),  # ... unless allowzero makes it a 0
+    ([1, None, 4], [0, 4], 0, None),  # a 0 at position 0 copies the unit dim, not the batch
+    ([1, 2, 1, 4], [2, 4], 0, [0, 2]),
+    ([1, 2, 1, 4], [2, -1], 0, [0, 2]),
+    ([2, 1, 4], [2, 1, 4], 0, []),  # nothing dropped
+    ([2, 1, 4], [8], 0, None),  # merges dims
+    ([2, 4, 1], [4, 2], 0, None),  # reorders
+    ([None, 1, None], [-1, 4], 0, None),  # two unknown dims: the -1 is not one of them alone
+    ([2, 1, 4], [-1, -1], 0, None),
+])
+def test_reshape_that_only_drops_unit_dims(dims: list[int | None], target: list[int], allowzero: int,
+                                           axes: list[int] | None) -> None:
+    assert lift_inputs._reshape_as_squeeze(_reshape(target, allowzero), dims) == axes
