@@ -18,6 +18,7 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 
 DEFAULT_PASSES = (
@@ -27,6 +28,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
     ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
@@ -45,13 +47,14 @@ def apply_default_passes(model: ir.Model, *, fuse: bool = False) -> None:
 
 
 def _fuse_lifted(model: ir.Model) -> None:
-    """A body that projects or activates its slice before the cell (x_t @ W + b -> Relu -> LSTMCell) holds the cell
-    alone once LiftLoopInputsPass has moved that work out (the slice reads it leaves behind removed): fuse it then.
+    """A body that projects or activates its slice before the cell (x_t @ W + b -> Relu -> LSTMCell), or its new
+    state after it for an output only (tanh(h_t @ W_o)), holds the cell alone once LiftLoopInputsPass and
+    SinkStepOutputsPass have moved that work out (the slice reads left behind removed): fuse it then.
     This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
     if not any(n.op_type in ("Scan", "Loop") for n in ir.traversal.RecursiveGraphIterator(model.graph)):
         return
-    for make in (RemoveIdentityPass, HoistLoopInvariantsPass, LiftLoopInputsPass, RemoveUnusedNodesPass,
-                 FuseRecurrentLoopsPass):
+    for make in (RemoveIdentityPass, HoistLoopInvariantsPass, LiftLoopInputsPass, SinkStepOutputsPass,
+                 RemoveUnusedNodesPass, FuseRecurrentLoopsPass):
         make()(model)
 
 

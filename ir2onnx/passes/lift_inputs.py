@@ -111,8 +111,13 @@ def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:
 
 
 def _lift_squeeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole: ir.Value) -> _Lifted:
-    """Squeeze(whole) of the slice's `axes` (non-negative) moved past the slicing axis."""
+    """Squeeze(whole) of the slice's `axes` (non-negative) moved past the slicing axis; an Identity for no axes (a
+    Squeeze without axes would drop every unit dim)."""
     out = node.outputs[0]
+    if not axes:
+        same = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
+        identity = ir.Node("", "Identity", [whole], outputs=[same], name=f"{node.name}/lifted")
+        return _Lifted([inherit_meta(identity, node)], same, axis, x_rank)
     new_axes = [a + (a >= axis) for a in axes]
     new_axis = axis - sum(a < axis for a in axes)
     new_rank = x_rank - len(set(axes))

@@ -12,10 +12,11 @@ import openvino.opset13 as ops
 
 
 def recurrence(kind: str, batch: int = 2, steps: int = 5, size: int = 8, *, axis: int = 1,
-               step: Callable[[Any, Any], Any] | None = None, reverse: bool = False) -> ov.Model:
+               step: Callable[[Any, Any], Any] | None = None, reverse: bool = False,
+               output: Callable[[Any, Any], Any] | None = None) -> ov.Model:
     """TensorIterator ("ti") or Loop-5 ("loop") slicing X [batch, steps, size] (or [batch, size, steps] when
     axis=2) one step at a time; the body computes h' = step(x_t, h) (default tanh(x_t @ W^T + h @ U + b)) and the
-    model returns all h' concatenated and the last h'."""
+    model returns all h' (or output(h', h) per step) concatenated and the last h'."""
     rng = np.random.default_rng(0)
     shape = [batch, steps, size] if axis == 1 else [batch, size, steps]
     X = ops.parameter(shape, np.float32, name="X")
@@ -32,7 +33,7 @@ def recurrence(kind: str, batch: int = 2, steps: int = 5, size: int = 8, *, axis
         h = ops.tanh(ops.add(ops.add(ops.matmul(x_t, w, False, True), ops.matmul(bh, u, False, False)), b))
     else:
         h = step(x_t, bh)
-    r_h, r_y = ops.result(h), ops.result(ops.unsqueeze(h, 1))
+    r_h, r_y = ops.result(h), ops.result(ops.unsqueeze(h if output is None else output(h, bh), 1))
     s, e, stride = (-1, 0, -1) if reverse else (0, -1, 1)
     if kind == "ti":
         node = ops.tensor_iterator()

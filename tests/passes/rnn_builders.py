@@ -109,13 +109,14 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
                    trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
-                   squeeze_step: bool = False, pre: bool = False, seed: int = 0) -> ov.Model:
+                   squeeze_step: bool = False, pre: bool = False, post: bool = False, seed: int = 0) -> ov.Model:
     """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
     default `steps`; -1 reads it from X's shape at run time. `squeeze_step`: the step's slice enters the cell through
     a Squeeze of its time axis instead of a Reshape. `pre`: the step's slice goes through a projection and a Relu
-    (per-step work on the input only) before the cell."""
+    (per-step work on the input only) before the cell. `post`: "seq" is tanh(h @ W_o + b_o) of the new h (per-step
+    work for the output only) instead of h."""
     rng = np.random.default_rng(seed)
     step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -140,7 +141,8 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         x = ops.relu(_bias(rng, _mm(rng, x, inputs, inputs), inputs))
     new = step(x, bh, bc)
     r_h = ops.result(new[0])
-    r_y = ops.result(ops.unsqueeze(new[0], ops.constant(np.array([axis], np.int64))))
+    y = ops.tanh(_bias(rng, _mm(rng, new[0], hidden, 2), 2)) if post else new[0]
+    r_y = ops.result(ops.unsqueeze(y, ops.constant(np.array([axis], np.int64))))
     results = [r_h, r_y]
     r_c = None
     if has_c:

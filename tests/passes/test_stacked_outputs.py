@@ -51,13 +51,14 @@ def test_elementwise_body_against_numpy(tmp_path: Path, kind: str) -> None:
 
 
 def test_stacked_value_that_is_no_state(tmp_path: Path) -> None:
-    """The stacked value (2 h) is no other body output: the body returns it directly, no Identity."""
+    """The stacked value (h * h_prev: per-step work on two per-step values, which stays in the loop) is no other body
+    output: the body returns it directly, no Identity."""
     X = ops.parameter([3, 4, 5], np.float32, name="X")
     H0 = ops.parameter([3, 5], np.float32, name="H0")
     bx, bh = ops.parameter([3, 1, 5], np.float32), ops.parameter([3, 5], np.float32)
     h = ops.tanh(ops.add(ops.matmul(ops.squeeze(bx, [1]), ops.constant(np.eye(5, dtype=np.float32) * 0.5), False,
                                     False), bh))
-    r_h, r_y = ops.result(h), ops.result(ops.unsqueeze(ops.multiply(h, ops.constant(np.float32(2))), 1))
+    r_h, r_y = ops.result(h), ops.result(ops.unsqueeze(ops.multiply(h, bh), 1))
     ti = ops.tensor_iterator()
     ti.set_body(ov.Model([r_h, r_y], [bx, bh]))
     ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)

@@ -1,0 +1,242 @@
+"""Move per-step work that only feeds a loop's stacked output out of the loop, onto the stacked tensor.
+
+A body that computes y_t = f(v_t) for its per-iteration output only (a projection and an activation of the new
+hidden state: tanh(h_t @ W_o)) runs f once per step. When f is a chain of ops that act on every slice alike (unary
+elementwise ops, broadcasting binary ops and a MatMul with a loop-invariant operand, Unsqueeze/Squeeze/Reshape/
+Transpose/Softmax with their axes moved past the new leading axis), the loop stacks v_t instead and f runs once, after
+it, on the stacked [T, ...] tensor; a Transpose puts the stacked axis where the output had it. Besides saving the
+per-step ops, this leaves a recurrent cell alone in its body, so that the fusion can take it.
+
+v_t must be computed in the body (not one of its inputs); a v_t the body also returns as a state is stacked through
+an Identity (onnxruntime's Scan mishandles one value listed as two outputs). Chains of reshapes alone are left to
+StackedOutputsPass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx_ir as ir
+
+from ir2onnx.passes.fuse_rnn_util import all_names, attr, fresh_name, input_at, shape_of
+from ir2onnx.passes.loop_utils import (
+    NONDETERMINISTIC,
+    const_ints,
+    defined_in,
+    inherit_meta,
+    is_default_domain,
+    loops_innermost_first,
+    rank,
+)
+
+_UNARY = frozenset({"Abs", "Ceil", "Cos", "Cast", "Elu", "Erf", "Exp", "Floor", "HardSigmoid", "Identity",
+                    "LeakyRelu", "Log", "Neg", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin",
+                    "Softplus", "Softsign", "Sqrt", "Tanh"})
+_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
+_GLUE = frozenset({"Identity", "Unsqueeze", "Squeeze", "Reshape", "Transpose"})
+
+
+class SinkStepOutputsPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        names = all_names(model.graph)
+        modified = False
+        for loop, body, outer in loops_innermost_first(model.graph):
+            for index, axis, slot in _stacked_outputs(loop, body):
+                chain = _chain(body, body.outputs[index])
+                if chain is not None:
+                    _sink(loop, body, outer, index, axis, slot, chain, names)
+                    modified = True
+        return ir.passes.PassResult(model, modified=modified)
+
+
+def _stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int, int]]:
+    """(body output index, stacking axis, position in scan_output_axes) of each per-iteration output."""
+    if loop.op_type == "Loop":
+        first = 1 + len(loop.inputs) - 2
+        return [(i, 0, i - first) for i in range(first, len(body.outputs))]
+    first = len(loop.inputs) - int(attr(loop, "num_scan_inputs"))  # type: ignore[arg-type]
+    axes = attr(loop, "scan_output_axes") or [0] * (len(body.outputs) - first)
+    return [(i, int(axes[i - first]), i - first) for i in range(first, len(body.outputs))]  # type: ignore[index]
+
+
+@dataclass
+class _Step:
+    node: ir.Node
+    varying: int  # which input carries the per-step value
+    rank_in: int  # per-step rank of that input
+
+
+def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None:
+    """(the per-step value v_t, the ops from it to `out` in order) when everything between is sinkable."""
+    if list(body.outputs).count(out) != 1 or out.uses() or out.is_graph_input():
+        return None
+    steps: list[_Step] = []
+    v = out
+    while True:
+        node = v.producer()
+        if node is None or node.graph is not body or not is_default_domain(node) or len(node.outputs) != 1:
+            break
+        varying = [i for i, x in enumerate(node.inputs) if x is not None and _per_step(x, body)]
+        if len(varying) != 1 or not _batchable(node, varying[0]):
+            break
+        x = node.inputs[varying[0]]
+        assert x is not None
+        if x.is_graph_input() or x.producer() is None:
+            break  # a body input (the slice, a state): its stack is not at hand
+        r = _rank(x)
+        if r is None:
+            break
+        steps.append(_Step(node, varying[0], r))
+        v = x
+        if v.is_graph_output() or len(v.uses()) != 1:
+            break  # v_t is needed in the body as well: stack it
+    steps.reverse()
+    misfits = [i for i, s in enumerate(steps) if not _fits(s)]
+    if misfits:  # only the ops after the last one that cannot take the stacked value move
+        steps = steps[misfits[-1] + 1:]
+    if not steps or all(s.node.op_type in _GLUE for s in steps):
+        return None
+    first = steps[0]
+    start = first.node.inputs[first.varying]
+    assert start is not None
+    return start, steps
+
+
+def _rank(v: ir.Value | None) -> int | None:
+    """v's rank: derived from its producers (body values often declare no shape), else declared."""
+    shape = shape_of(v)
+    return len(shape) if shape is not None else rank(v)
+
+
+def _per_step(v: ir.Value, body: ir.Graph) -> bool:
+    """Whether `v` may change from one iteration to the next (computed in the body from its inputs)."""
+    if not defined_in(v, body):
+        return False
+    node = v.producer()
+    if node is None:
+        return v not in body.initializers.values()
+    return not (node.op_type == "Constant" and not node.inputs)
+
+
+def _batchable(node: ir.Node, varying: int) -> bool:
+    op = node.op_type
+    if op in NONDETERMINISTIC:
+        return False
+    if op in _UNARY or op == "Clip":
+        return varying == 0
+    if op in _BINARY:
+        return len(node.inputs) == 2
+    if op == "MatMul":
+        return varying == 0 and _rank(node.inputs[1]) == 2
+    if op in ("Unsqueeze", "Squeeze"):
+        return varying == 0 and const_ints(input_at(node, 1)) is not None
+    if op == "Reshape":
+        shape = const_ints(input_at(node, 1))
+        return varying == 0 and shape is not None and not (attr(node, "allowzero", 0) and 0 in shape)
+    if op in ("Transpose", "Softmax", "LogSoftmax"):
+        return varying == 0
+    return False
+
+
+def _fits(step: _Step) -> bool:
+    """Whether the op gives slice t of its result when given the stacked [T, ...] value (its invariant operands
+    broadcast against the slice's own dims)."""
+    node = step.node
+    if node.op_type in _BINARY:
+        other = node.inputs[1 - step.varying]
+        r = _rank(other)
+        return r is not None and r <= step.rank_in
+    if node.op_type == "MatMul":
+        return step.rank_in >= 1
+    return True
+
+
+def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int, slot: int,
+          chain: tuple[ir.Value, list[_Step]], names: set[str]) -> None:
+    start, steps = chain
+    old = loop.outputs[index - 1 if loop.op_type == "Loop" else index]
+    hint = old.name or "stacked"
+    new_nodes: list[ir.Node] = []
+
+    def emit(op: str, inputs: list[ir.Value | None], attrs: list[ir.Attr], like: ir.Node) -> ir.Value:
+        out = ir.Value(name=fresh_name(names, f"{hint}/{op}"))
+        new_nodes.append(inherit_meta(ir.Node("", op, inputs, attrs, outputs=[out],
+                                              name=fresh_name(names, f"{hint}/{op}_node")), like))
+        return out
+
+    def ints(values: list[int], like: ir.Node) -> ir.Value:
+        return emit("Constant", [], [ir.AttrTensor("value", ir.tensor(values, ir.DataType.INT64))], like)
+
+    # the body stacks v_t itself, on axis 0
+    value = start
+    if start.is_graph_output():
+        value = ir.Value(name=fresh_name(names, f"{hint}/step"), type=start.type, shape=start.shape)
+        body.append(inherit_meta(ir.Node("", "Identity", [start], outputs=[value],
+                                         name=fresh_name(names, f"{hint}/step_node")), loop))
+    body.outputs[index] = value
+    if loop.op_type == "Scan":
+        axes = list(attr(loop, "scan_output_axes") or [0] * (slot + 1))  # type: ignore[call-overload]
+        axes[slot] = 0
+        loop.attributes["scan_output_axes"] = ir.AttrInt64s("scan_output_axes", axes)
+    uses = list(old.uses())
+    # ... and the chain runs once on the stacked value, every per-step axis one further
+    x: ir.Value = old
+    for step in steps:
+        node = step.node
+        inputs = list(node.inputs)
+        inputs[step.varying] = x
+        attrs = list(node.attributes.values())
+        op = node.op_type
+        r = step.rank_in
+        if op in ("Unsqueeze", "Squeeze"):
+            given = const_ints(input_at(node, 1)) or []
+            full = r + len(given) if op == "Unsqueeze" else r
+            inputs[1] = ints([(a + full if a < 0 else a) + 1 for a in given], node)
+        elif op == "Reshape":
+            inputs[1] = ints([0, *(const_ints(input_at(node, 1)) or [])], node)
+            attrs = [ir.AttrInt64("allowzero", 0)]
+        elif op == "Transpose":
+            perm = attr(node, "perm")
+            perm = list(range(r))[::-1] if perm is None else [int(p) for p in perm]  # type: ignore[union-attr]
+            attrs = [ir.AttrInt64s("perm", [0, *(p + 1 for p in perm)])]
+        elif op in ("Softmax", "LogSoftmax"):
+            a = int(attr(node, "axis", -1))  # type: ignore[arg-type]
+            attrs = [ir.AttrInt64("axis", (a + r if a < 0 else a) + 1)]
+        x = emit(op, inputs, attrs, node)
+    if axis != 0:  # the stacked axis back where the output had it
+        out_rank = _out_rank(steps)
+        a = axis + out_rank + 1 if axis < 0 else axis
+        perm = list(range(1, out_rank + 1))
+        perm.insert(a, 0)
+        x = emit("Transpose", [x], [ir.AttrInt64s("perm", perm)], loop)
+    x.type, x.shape = old.type, old.shape
+    old.type, old.shape = start.type, None
+    outer.insert_after(loop, new_nodes)
+    for use in uses:
+        use.node.replace_input_with(use.idx, x)
+    if old.is_graph_output():
+        for i, o in enumerate(outer.outputs):
+            if o is old:
+                outer.outputs[i] = x
+        x.name, old.name = old.name, fresh_name(names, f"{hint}/stacked_steps")
+    for step in reversed(steps):
+        if not any(o.uses() or o.is_graph_output() for o in step.node.outputs):
+            body.remove(step.node, safe=True)
+
+
+def _out_rank(steps: list[_Step]) -> int:
+    """The per-step rank of the chain's last value."""
+    r = steps[0].rank_in
+    for step in steps:
+        node = step.node
+        r = step.rank_in
+        op = node.op_type
+        if op == "Unsqueeze":
+            r += len(const_ints(input_at(node, 1)) or [])
+        elif op == "Squeeze":
+            r -= len(const_ints(input_at(node, 1)) or [])
+        elif op == "Reshape":
+            r = len(const_ints(input_at(node, 1)) or [])
+        elif op == "MatMul" and step.rank_in == 1:
+            r = 1
+    return r

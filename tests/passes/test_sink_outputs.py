@@ -1,0 +1,85 @@
+"""Per-step work that only feeds a stacked loop output runs once, after the loop, on the stacked tensor.
+
+Fusion is off here, to look at the loops (tests/passes/test_fuse_rnn.py checks that cells left alone are fused)."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openvino.opset13 as ops
+import pytest
+
+from tests.passes.loop_models import body_of, ops_in, recurrence
+from tests.utils import assert_equivalent, rng_inputs, save_ir
+
+IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
+_rng = np.random.default_rng(3)
+
+
+def _c(*shape: int) -> Any:
+    return ops.constant((_rng.standard_normal(shape) * 0.5).astype(np.float32))
+
+
+Output = Callable[[Any, Any], Any]
+MOVED: list[tuple[str, Output, list[str]]] = [
+    ("projection", lambda h, _: ops.tanh(ops.add(ops.matmul(h, _c(8, 3), False, False), _c(3))), ["MatMul", "Tanh"]),
+    ("softmax", lambda h, _: ops.softmax(ops.multiply(h, _c(1, 8)), -1), ["Softmax", "Mul"]),
+    ("transpose", lambda h, _: ops.relu(ops.transpose(ops.unsqueeze(h, 2), [1, 0, 2])), ["Relu", "Transpose"]),
+    ("reshape", lambda h, _: ops.sigmoid(ops.reshape(h, ops.constant(np.array([2, 2, 4], np.int64)), False)),
+     ["Sigmoid"]),
+]
+
+
+def _body_ops(proto: Any, kind: str) -> collections.Counter[str]:
+    return collections.Counter(n.op_type for n in body_of(proto, "Scan" if kind == "ti" else "Loop").node)
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+@pytest.mark.parametrize("label,output,moved", MOVED, ids=[m[0] for m in MOVED])
+def test_output_work_leaves_the_loop(tmp_path: Path, kind: str, label: str, output: Output,
+                                     moved: list[str]) -> None:
+    """The body keeps what it has without the output work (the recurrence); the work runs once after the loop."""
+    xml = save_ir(recurrence(kind, output=output, reverse=kind == "ti"), tmp_path / "with")
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    plain = assert_equivalent(xml, rng_inputs(IN), fuse=False, optimize=False)
+    without = save_ir(recurrence(kind, reverse=kind == "ti"), tmp_path / "without")
+    bare = assert_equivalent(without, rng_inputs(IN), fuse=False)
+    bare_plain = assert_equivalent(without, rng_inputs(IN), fuse=False, optimize=False)
+    assert _body_ops(lean, kind) == _body_ops(bare, kind)
+    for op in moved:  # the main graph gains the output's ops (and a Transpose: the TI stacks on axis 1, not 0)
+        gained = ops_in(lean.graph, op, bodies=False) - ops_in(bare.graph, op, bodies=False)
+        expected = ops_in(plain.graph, op, bodies=True) - ops_in(bare_plain.graph, op, bodies=True)
+        assert gained == expected + (op == "Transpose" and kind == "ti") and expected > 0, op
+
+
+STAYS: list[tuple[str, Output, str]] = [
+    ("two per-step operands", lambda h, h_prev: ops.multiply(h, h_prev), "Mul"),
+    ("reshapes only", lambda h, _: ops.reshape(h, ops.constant(np.array([2, 2, 4], np.int64)), False), "Reshape"),
+]
+
+
+@pytest.mark.parametrize("label,output,op", STAYS, ids=[s[0] for s in STAYS])
+def test_nothing_to_move(tmp_path: Path, label: str, output: Output, op: str) -> None:
+    xml = save_ir(recurrence("ti", output=output), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    assert ops_in(lean.graph, op, bodies=True) == 1
+
+
+def test_work_after_the_previous_state_moves(tmp_path: Path) -> None:
+    """y_t = tanh(h_{t-1} @ V): the body stacks h_{t-1} @ V (h_{t-1} itself is a body input, not at hand stacked)
+    and the Tanh runs after the loop."""
+    xml = save_ir(recurrence("ti", output=lambda _, h_prev: ops.tanh(ops.matmul(h_prev, _c(8, 3), False, False))),
+                  tmp_path)
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    assert ops_in(lean.graph, "Tanh", bodies=False) == 1 and ops_in(lean.graph, "MatMul", bodies=True) == 2
+
+
+def test_a_higher_rank_operand_keeps_its_op_and_what_precedes_it(tmp_path: Path) -> None:
+    """h + c with c [3, 1, 1] makes a [3, B, H] step: that Add cannot take the stacked value; the Relu after it can."""
+    xml = save_ir(recurrence("ti", output=lambda h, _: ops.relu(ops.add(ops.tanh(h), _c(3, 1, 1)))), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
+    assert ops_in(lean.graph, "Relu", bodies=False) == 1 and ops_in(lean.graph, "Add", bodies=True) >= 1
