@@ -132,7 +132,8 @@ def _batchable(node: ir.Node, varying: int) -> bool:
         return varying == 0 and const_ints(input_at(node, 1)) is not None
     if op == "Reshape":
         shape = const_ints(input_at(node, 1))
-        return varying == 0 and shape is not None and not (attr(node, "allowzero", 0) and 0 in shape)
+        # no -1: after a loop that ran no iteration the stacked value is empty and a -1 could not be inferred
+        return varying == 0 and shape is not None and -1 not in shape and not (attr(node, "allowzero", 0) and 0 in shape)
     if op in ("Transpose", "Softmax", "LogSoftmax"):
         return varying == 0
     return False

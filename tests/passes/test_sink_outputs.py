@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
@@ -83,3 +84,25 @@ def test_a_higher_rank_operand_keeps_its_op_and_what_precedes_it(tmp_path: Path)
     xml = save_ir(recurrence("ti", output=lambda h, _: ops.relu(ops.add(ops.tanh(h), _c(3, 1, 1)))), tmp_path)
     lean = assert_equivalent(xml, rng_inputs(IN), fuse=False)
     assert ops_in(lean.graph, "Relu", bodies=False) == 1 and ops_in(lean.graph, "Add", bodies=True) >= 1
+
+
+@pytest.mark.parametrize("trip", [0, 1, 3])
+def test_loop_with_a_run_time_trip_count_zero_included(tmp_path: Path, trip: int) -> None:
+    """Loop-5 stacking tanh(s @ V) + 1 of its state s: the work moves after the loop, also when it runs no
+    iteration (the stacked tensor is then empty)."""
+    X = ops.parameter([2, 3], np.float32, name="X")
+    T = ops.parameter([], np.int64, name="trip")
+    bx, bs = ops.parameter([2, 3], np.float32), ops.parameter([2, 3], np.float32)
+    s = ops.add(bs, ops.tanh(bx))
+    y = ops.add(ops.tanh(ops.matmul(s, _c(3, 4), False, False)), ops.constant(np.float32(1)))
+    r_c, r_s, r_y = ops.result(ops.constant(True)), ops.result(s), ops.result(ops.unsqueeze(y, 0))
+    loop = ops.loop(T, ops.constant(True))
+    loop.set_function(ov.Model([r_c, r_s, r_y], [bx, bs]))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_invariant_input(bx, X.output(0))
+    loop.set_merged_input(bs, X.output(0), r_s.output(0))
+    model = ov.Model([loop.get_iter_value(r_s.output(0), -1),
+                      loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)], [X, T])
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3) / 10, np.array(trip, np.int64)]
+    lean = assert_equivalent(save_ir(model, tmp_path), inputs, fuse=False)
+    assert ops_in(lean.graph, "MatMul", bodies=True) == 0 and ops_in(lean.graph, "MatMul", bodies=False) == 1
