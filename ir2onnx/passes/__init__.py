@@ -47,15 +47,17 @@ def apply_default_passes(model: ir.Model, *, fuse: bool = False) -> None:
 
 
 def _fuse_lifted(model: ir.Model) -> None:
-    """A body that projects or activates its slice before the cell (x_t @ W + b -> Relu -> LSTMCell), or its new
-    state after it for an output only (tanh(h_t @ W_o)), holds the cell alone once LiftLoopInputsPass and
-    SinkStepOutputsPass have moved that work out (the slice reads left behind removed): fuse it then.
+    """A body that computes its per-step output from the new state (tanh(h_t @ W_o)), or projects or activates its
+    slice before the cell (x_t @ W + b -> Relu -> LSTMCell), holds the cell alone once SinkStepOutputsPass, then
+    LiftLoopInputsPass, have moved that work out (the reads left behind removed): fusion is tried after each. Sinking
+    comes first: a cell spelled out with its input projection matches only while the projection is in the body.
     This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
-    if not any(n.op_type in ("Scan", "Loop") for n in ir.traversal.RecursiveGraphIterator(model.graph)):
-        return
-    for make in (RemoveIdentityPass, HoistLoopInvariantsPass, LiftLoopInputsPass, SinkStepOutputsPass,
-                 RemoveUnusedNodesPass, FuseRecurrentLoopsPass):
-        make()(model)
+    for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass),
+                  (LiftLoopInputsPass,)):
+        if not any(n.op_type in ("Scan", "Loop") for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+            return
+        for make in (*stage, RemoveUnusedNodesPass, FuseRecurrentLoopsPass):
+            make()(model)
 
 
 def fuse_recurrent(model: ir.Model) -> None:

@@ -135,6 +135,19 @@ def test_spelled_out_cells_fused(tmp_path: Path, kind: str, op: str, reverse: bo
     _check(recurrent_loop(kind, reverse=reverse, loop=loop), tmp_path, _inputs(kind), op)
 
 
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("kind,op", SPELLED, ids=[k for k, _ in SPELLED])
+def test_spelled_out_cells_with_output_work_fused(tmp_path: Path, kind: str, op: str, loop: bool) -> None:
+    """A spelled-out cell (its input projection in the body) whose per-step output is tanh(h @ W_o + b_o): the output
+    work moves out first, so that the cell still matches with its projection."""
+    xml = save_ir(recurrent_loop(kind, post=True, loop=loop), tmp_path)
+    default = assert_equivalent(xml, _inputs(kind))
+    if op == "RNN":
+        assert_lowered_rnn(default)
+    else:
+        assert _loops(default) == 0 and count_ops(default, op) == 1
+
+
 @pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_peephole", "lstm_extra_state_op"])
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 def test_near_misses_stay_loops(tmp_path: Path, kind: str, loop: bool) -> None:
