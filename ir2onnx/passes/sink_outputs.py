@@ -79,6 +79,8 @@ def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None
         varying = [i for i, x in enumerate(node.inputs) if x is not None and _per_step(x, body)]
         if len(varying) != 1 or not _batchable(node, varying[0]):
             break
+        if any(x is not None and defined_in(x, body) for i, x in enumerate(node.inputs) if i != varying[0]):
+            break  # a constant of the body's own: not visible after the loop (hoisting moves such constants out)
         x = node.inputs[varying[0]]
         assert x is not None
         if x.is_graph_input() or x.producer() is None:

@@ -10,10 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
+import onnx_ir as ir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, rng_inputs, save_ir
 
@@ -106,3 +111,39 @@ def test_loop_with_a_run_time_trip_count_zero_included(tmp_path: Path, trip: int
     inputs = [np.arange(6, dtype=np.float32).reshape(2, 3) / 10, np.array(trip, np.int64)]
     lean = assert_equivalent(save_ir(model, tmp_path), inputs, fuse=False)
     assert ops_in(lean.graph, "MatMul", bodies=True) == 0 and ops_in(lean.graph, "MatMul", bodies=False) == 1
+
+
+def _scan_model(const_in_body: bool) -> onnx.ModelProto:
+    """Scan over x [T, 2, 3]: h' = tanh(h + x_t), y_t = h' * c (c a Constant node of the body, or an initializer of
+    the main graph); outputs the last h and y stacked on axis 1."""
+    c = numpy_helper.from_array(np.array([0.5, -1.0, 2.0], np.float32), "c")
+    body_nodes = [helper.make_node("Add", ["h", "x_t"], ["s"]), helper.make_node("Tanh", ["s"], ["h2"]),
+                  helper.make_node("Mul", ["h2", "c"], ["y"])]
+    if const_in_body:
+        body_nodes.insert(0, helper.make_node("Constant", [], ["c"], value=c))
+    vi = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("h", "x_t", "h2", "y")]
+    body = helper.make_graph(body_nodes, "body", vi[:2], vi[2:])
+    scan = helper.make_node("Scan", ["h0", "x"], ["h_last", "ys"], body=body, num_scan_inputs=1,
+                            scan_output_axes=[1])
+    graph = helper.make_graph([scan], "g", [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [2, 3]),
+                                            helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2, 3])],
+                              [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("ys", TensorProto.FLOAT, [2, 4, 3])],
+                              [] if const_in_body else [c])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("const_in_body", [False, True])
+def test_onnx_scan_output_axis_and_body_constants(const_in_body: bool) -> None:
+    """The pass alone on an ONNX Scan: the Mul moves out (a Transpose puts the stacked axis at 1) when its constant
+    is visible outside the body; a Constant of the body keeps it in. Results bit-identical either way."""
+    proto = _scan_model(const_in_body)
+    m = ir.serde.deserialize_model(proto)
+    SinkStepOutputsPass()(m)
+    out = ir.to_proto(m)
+    onnx.checker.check_model(out, full_check=True)
+    assert ops_in(out.graph, "Mul", bodies=False) == (0 if const_in_body else 1)
+    feed = {"h0": np.full((2, 3), 0.1, np.float32), "x": _rng.standard_normal((4, 2, 3)).astype(np.float32)}
+    for got, want in zip(run_onnxruntime(out, feed), run_onnxruntime(proto, feed), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert [o.name for o in out.graph.output] == ["h_last", "ys"]
