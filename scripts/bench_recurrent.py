@@ -6,6 +6,7 @@ each runtime is warmed up and timed in its own block; medians in ms and the rati
 the ONNX model is faster) are printed.
 
 Networks: the specification's TensorIterator over LSTMCell (input 512, hidden 256) at several lengths and batches,
+the same with per-step work around the cell (a projection of the slice before it, tanh(h W_o + b_o) as the output),
 the same over GRUCell and RNNCell, Keras LSTM / GRU / bidirectional LSTM layers (input 128, hidden 256, T=100) in the
 form OpenVINO's TensorFlow frontend gives them (a Loop over MatMul + gate Split + Sigmoid/Tanh with counters, a
 Gather per step and a TensorList buffer; rebuilt here with OpenVINO's Python API, the structure checked against
@@ -44,8 +45,9 @@ def _w(rng: np.random.Generator, *shape: int) -> np.ndarray:
 # ---- networks
 
 
-def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
-    """TensorIterator over one LSTMCell/GRUCell/RNNCell on axis 1; outputs the concatenated H."""
+def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int, extra: bool = False) -> ov.Model:
+    """TensorIterator over one LSTMCell/GRUCell/RNNCell on axis 1; outputs the concatenated H. `extra`: the body
+    also projects its slice before the cell (Relu(x_t W_p + b_p)) and outputs tanh(h W_o + b_o) instead of h."""
     rng = np.random.default_rng(0)
     g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
     X = ops.parameter([batch, steps, inputs], np.float32, name="X")
@@ -57,6 +59,9 @@ def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int) -> ov.M
     x = ops.squeeze(bx, [1])
     w, r, b = ops.constant(_w(rng, g * hidden, inputs)), ops.constant(_w(rng, g * hidden, hidden)), \
         ops.constant(_w(rng, g * hidden))
+    if extra:
+        x = ops.relu(ops.add(ops.matmul(x, ops.constant(_w(rng, inputs, inputs)), False, False),
+                             ops.constant(_w(rng, inputs))))
     if kind == "lstm":
         C0 = ops.parameter([batch, hidden], np.float32, name="C0")
         bc = ops.parameter([batch, hidden], np.float32)
@@ -68,7 +73,9 @@ def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int) -> ov.M
         new_h, new_c = ops.gru_cell(x, bh, w, r, b, hidden).output(0), None
     else:
         new_h, new_c = ops.rnn_cell(x, bh, w, r, b, hidden, ["tanh"], [], [], 0.0).output(0), None
-    r_h, r_y = ops.result(new_h), ops.result(ops.unsqueeze(new_h, 1))
+    y = ops.tanh(ops.add(ops.matmul(new_h, ops.constant(_w(rng, hidden, hidden)), False, False),
+                         ops.constant(_w(rng, hidden)))) if extra else new_h
+    r_h, r_y = ops.result(new_h), ops.result(ops.unsqueeze(y, 1))
     results = [r_h, r_y] + ([ops.result(new_c)] if new_c is not None else [])
     ti = ops.tensor_iterator()
     ti.set_body(ov.Model(results, body_params))
@@ -360,6 +367,10 @@ def main() -> None:
         for batch in (1, 16):
             cases.append((f"TI LSTMCell 512/256 T={steps} B={batch}", lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
                           lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
+    for batch in (1, 16):
+        cases.append((f"TI LSTMCell + projections 512/256 T=100 B={batch}",
+                      lambda b=batch: ti_cell("lstm", 100, b, 512, 256, extra=True),
+                      lambda b=batch: [f32(b, 100, 512), f32(b, 256), f32(b, 256)]))
     for kind in ("gru", "rnn"):
         for batch in (1, 16):
             cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),

@@ -1,9 +1,9 @@
-"""Fully known (static) shapes of onnx_ir values, from declared shapes or from the ops that only move data.
+"""Fully known (static) shapes of onnx_ir values, from declared shapes or derived from their producers.
 
 A value's shape is a tuple of ints when every dim is known: its declared shape when all dims are ints, an
 initializer's (or Constant's) shape, or the shape its producer gives it when that producer is a reshape-only op
-(Identity, Squeeze, Unsqueeze, Reshape, Flatten), a Transpose or a time-major LSTM/GRU/RNN whose inputs have static
-shapes. Anything else is None: shapes are never guessed.
+(Identity, Squeeze, Unsqueeze, Reshape, Flatten), a Transpose, an elementwise op (unary, or broadcasting binary), a
+MatMul or a time-major LSTM/GRU/RNN whose inputs have static shapes. Anything else is None: shapes are never guessed.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.loop_utils import const_array, const_ints, is_default_domain
@@ -143,6 +144,31 @@ def transpose_perm(node: ir.Node, rank: int) -> list[int]:
     return list(range(rank))[::-1] if attr is None else [int(p) for p in attr.as_ints()]
 
 
+def _broadcast(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    """Elementwise ops: the inputs' shapes broadcast (numpy rules), or None where they would not."""
+    shapes = [s(v) for v in node.inputs]
+    if not shapes or any(sh is None for sh in shapes):
+        return None
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))  # type: ignore[arg-type]
+    except ValueError:
+        return None
+
+
+def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    a, b = (s(v) for v in node.inputs[:2]) if len(node.inputs) == 2 else (None, None)
+    if a is None or b is None or not a or not b:
+        return None
+    a2, b2 = (1, *a) if len(a) == 1 else a, (*b, 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        return None
+    try:
+        batch = tuple(int(d) for d in np.broadcast_shapes(a2[:-2], b2[:-2]))
+    except ValueError:
+        return None
+    return batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
+
+
 def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     """Y [T, num_directions, B, H]; Y_h, Y_c [num_directions, B, H] for a time-major (layout 0) node."""
     layout = node.attributes.get("layout")
@@ -168,4 +194,9 @@ _RULES: dict[str, Callable[[StaticShapes, ir.Node, int], Shape | None]] = {
     "LSTM": _recurrent,
     "GRU": _recurrent,
     "RNN": _recurrent,
+    "MatMul": _matmul,
+    **{op: _identity for op in ("Abs", "Ceil", "Cos", "Cast", "Elu", "Erf", "Exp", "Floor", "HardSigmoid",
+                                "LeakyRelu", "Log", "Neg", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
+                                "Sin", "Softplus", "Softsign", "Sqrt", "Tanh")},
+    **{op: _broadcast for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min")},
 }
