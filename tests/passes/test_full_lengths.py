@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnx_ir as ir
+import openvino as ov
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -173,3 +174,26 @@ def test_dropped_lengths_let_long_sequences_chunk(op: str) -> None:
             for i in proto.graph.input}
     for got, want in zip(run_onnxruntime(out, feed), run_onnxruntime(proto, feed), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", RECURRENT)
+def test_onnx_frontend_lengths_dropped(tmp_path: Path, op: str) -> None:
+    """An ONNX LSTM/GRU/RNN without lengths, read by OpenVINO's ONNX frontend (which gives its sequence op the time
+    axis as lengths) and converted back: no lengths; the RNN is lowered."""
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    rng = np.random.default_rng(4)
+    graph = helper.make_graph(
+        [helper.make_node(op, ["X", "W", "R", "B"], ["Y", "Y_h"], hidden_size=H)], "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["T", "N", I])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(rng.standard_normal((1, g * H, I)).astype(np.float32), "W"),
+         numpy_helper.from_array(rng.standard_normal((1, g * H, H)).astype(np.float32) * 0.5, "R"),
+         numpy_helper.from_array(rng.standard_normal((1, 2 * g * H)).astype(np.float32), "B")])
+    onnx_path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), onnx_path)
+    xml = tmp_path / "m.xml"
+    ov.save_model(ov.convert_model(str(onnx_path)), str(xml), compress_to_fp16=False)
+    proto = assert_equivalent(xml, [rng.standard_normal((6, 2, I)).astype(np.float32)], rtol=1e-4)
+    nodes = [n for n in proto.graph.node if n.op_type in RECURRENT]
+    assert all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)
+    assert len(nodes) == (0 if op == "RNN" else 1) and count_ops(proto, "Scan") == (op == "RNN")
