@@ -16,6 +16,7 @@ from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
+from ir2onnx.passes.loop_utils import LOOP_OPS
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
@@ -39,14 +40,14 @@ DEFAULT_PASSES = (
 
 def apply_default_passes(model: ir.Model, *, fuse: bool = False) -> None:
     """Apply the default passes in place. `fuse`: loops the recurrent fusion left are tried again first, once the
-    per-step work on their sliced inputs has been lifted out of them."""
+    per-step work around their cell has been moved out of them."""
     if fuse:
-        _fuse_lifted(model)
+        _fuse_after_moving_work(model)
     for make in DEFAULT_PASSES:
         make()(model)
 
 
-def _fuse_lifted(model: ir.Model) -> None:
+def _fuse_after_moving_work(model: ir.Model) -> None:
     """A body that computes its per-step output from the new state (tanh(h_t @ W_o)), or projects or activates its
     slice before the cell (x_t @ W + b -> Relu -> LSTMCell), holds the cell alone once SinkStepOutputsPass, then
     LiftLoopInputsPass, have moved that work out (the reads left behind removed): fusion is tried after each. Sinking
@@ -54,7 +55,7 @@ def _fuse_lifted(model: ir.Model) -> None:
     This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
     for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass),
                   (LiftLoopInputsPass,)):
-        if not any(n.op_type in ("Scan", "Loop") for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+        if not any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             return
         for make in (*stage, RemoveUnusedNodesPass, FuseRecurrentLoopsPass):
             make()(model)

@@ -18,14 +18,12 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import attr, const_array, input_at, int_scalar
-from ir2onnx.passes.loop_utils import const_ints, is_default_domain
+from ir2onnx.passes.fuse_rnn_util import attr, const_array, input_at, int_scalar, rank_of
+from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes, transpose_perm
 
 _RECURRENT = ("LSTM", "GRU", "RNN")
 _SAME_ELEMENTS = ("Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile")
-_SAME_DIMS = ("Identity", "Cast", "Relu", "Tanh", "Sigmoid", "Neg", "Abs", "Exp", "Log", "Sqrt", "Softsign",
-              "Softplus", "Erf", "Floor", "Ceil", "Round", "Sign", "Reciprocal")
 _INTS = {ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT32, ir.DataType.UINT64}
 
 Dim = tuple[ir.Value, int]  # (a value, one of its axes): stands for that axis's size
@@ -116,15 +114,15 @@ def _root(dim: Dim) -> tuple[int, int]:
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
     """The axis of node's first input that has the size of `axis` of its output `v`, when the node keeps it."""
     op = node.op_type
-    if op in _SAME_DIMS:
+    if op in UNARY_ELEMENTWISE:
         return axis if len(node.inputs) == 1 else None
     if op == "Transpose":
-        rank = _rank(v)
+        rank = rank_of(v)
         return transpose_perm(node, rank)[axis] if rank is not None and axis < rank else None
     if op in ("Squeeze", "Unsqueeze"):
         axes = const_ints(input_at(node, 1)) if len(node.inputs) > 1 else \
             [int(a) for a in node.attributes["axes"].as_ints()] if "axes" in node.attributes else None
-        rank = _rank(node.inputs[0])
+        rank = rank_of(node.inputs[0])
         if not axes or rank is None:  # Squeeze without axes drops whichever dims are 1: unknown here
             return None
         if op == "Squeeze":
@@ -143,14 +141,3 @@ def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
         return 1 if axis == 1 else None  # Y_h, Y_c [num_directions, B, H]
     return None
 
-
-def _rank(v: ir.Value) -> int | None:
-    if v.shape is not None:
-        return len(v.shape)
-    node = v.producer()
-    if node is not None and is_default_domain(node):
-        if node.op_type == "Transpose" and "perm" in node.attributes:
-            return len(node.attributes["perm"].as_ints())
-        if node.op_type in _RECURRENT:
-            return 4 if v.index() == 0 else 3
-    return None

@@ -259,6 +259,17 @@ class Emitter:
         self.nodes = []
 
 
+def distinct_output(x: ir.Value, body: ir.Graph, names: set[str], hint: str, like: ir.Node) -> ir.Value:
+    """`x` to be listed as a new output of `body`: itself, or an Identity of it when it is already an input or output
+    of the body or comes from an enclosing graph (onnxruntime's Scan mishandles one value listed as two outputs)."""
+    if not (x.is_graph_output() or x.graph is not body or x.is_graph_input()):
+        return x
+    step = ir.Value(name=fresh_name(names, f"{hint}/step"), type=x.type, shape=x.shape)
+    body.append(inherit_meta(ir.Node("", "Identity", [x], outputs=[step], name=fresh_name(names, f"{hint}/step_node")),
+                             like))
+    return step
+
+
 def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
     """Readers of each old output of `node` read its new value instead (a graph output keeps its name, the old value
     takes `name/suffix`), then `node` leaves its graph."""
@@ -278,6 +289,21 @@ def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]
 # ---- static shapes (ONNX inference cannot see through constants captured from the outer graph)
 
 Dims = tuple[int | None, ...]
+
+
+def rank_of(v: ir.Value | None) -> int | None:
+    """v's rank: from shape_of, else from a Transpose's permutation or a recurrent node's output (Y rank 4, Y_h and
+    Y_c rank 3), which fix it whatever the dims."""
+    shape = shape_of(v)
+    if shape is not None:
+        return len(shape)
+    node = v.producer() if v is not None else None
+    if node is not None and node.domain in ("", "ai.onnx"):
+        if node.op_type == "Transpose" and "perm" in node.attributes:
+            return len(node.attributes["perm"].as_ints())
+        if node.op_type in ("LSTM", "GRU", "RNN"):
+            return 4 if v.index() == 0 else 3  # type: ignore[union-attr]
+    return None
 
 
 def shape_of(v: ir.Value | None) -> Dims | None:

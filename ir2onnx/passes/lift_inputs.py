@@ -22,6 +22,8 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.loop_utils import (
+    BROADCASTING_BINARY,
+    UNARY_ELEMENTWISE,
     const_array,
     const_ints,
     defined_in,
@@ -30,12 +32,6 @@ from ir2onnx.passes.loop_utils import (
     loops_innermost_first,
     rank,
 )
-
-# f(X) sliced == f(x_t) for these whatever the scan axis (one input, no axis attribute).
-_UNARY = frozenset({"Abs", "Ceil", "Cos", "Cast", "Erf", "Exp", "Floor", "Log", "Neg", "Not", "Reciprocal", "Relu",
-                    "Round", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Tanh"})
-# Broadcasting binary ops: valid when the other operand's dims all lie after the scan axis.
-_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "And", "Or", "Equal", "Greater", "Less"})
 
 
 class LiftLoopInputsPass(ir.passes.InPlacePass):
@@ -67,9 +63,9 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         return None
     op = node.op_type
     out = node.outputs[0]
-    if op in _UNARY and len(node.inputs) == 1:
+    if op in UNARY_ELEMENTWISE and len(node.inputs) == 1:  # f(X) sliced == f(x_t)
         new_axis = axis
-    elif op in _BINARY and len(node.inputs) == 2:
+    elif op in BROADCASTING_BINARY and len(node.inputs) == 2:  # when the other operand broadcasts alike
         if op == "Div" and out.dtype is not None and not out.dtype.is_floating_point():
             return None  # integer division by zero in a slice a Loop never reads must not fail the model
         if not all(_broadcasts_past(v, x_rank, axis) for v in node.inputs if v is not x):

@@ -9,6 +9,14 @@ import onnx_ir as ir
 
 LOOP_OPS = ("Loop", "Scan")
 
+# Elementwise ops of one input (attributes aside): the result has the input's shape, element by element.
+UNARY_ELEMENTWISE = frozenset({
+    "Abs", "Ceil", "Cos", "Cast", "Elu", "Erf", "Exp", "Floor", "HardSigmoid", "Identity", "LeakyRelu", "Log", "Neg",
+    "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Tanh"})
+# Elementwise ops of two inputs that broadcast them (numpy rules).
+BROADCASTING_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "And", "Or", "Equal", "Greater",
+                                 "Less"})
+
 # Ops whose result differs from one evaluation to the next: never moved out of a loop body.
 NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                               "Multinomial", "Bernoulli", "Dropout"})
@@ -34,6 +42,17 @@ def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, 
             yield from loops_innermost_first(sub)
         if node.op_type in LOOP_OPS and is_default_domain(node) and node.graph is graph:
             yield node, node.attributes["body"].as_graph(), graph
+
+
+def stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
+    """(body output index, stacking axis) of each per-iteration output of a Loop (after the condition and the
+    carried values, on axis 0) or Scan (after the states, on its scan_output_axes)."""
+    if loop.op_type == "Loop":
+        return [(i, 0) for i in range(1 + len(loop.inputs) - 2, len(body.outputs))]
+    states = len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
+    axes = loop.attributes.get("scan_output_axes")
+    stacked = range(states, len(body.outputs))
+    return list(zip(stacked, axes.as_ints() if axes is not None else [0] * len(stacked)))
 
 
 def defined_in(value: ir.Value, graph: ir.Graph) -> bool:

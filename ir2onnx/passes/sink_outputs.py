@@ -18,21 +18,19 @@ from dataclasses import dataclass
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, attr, fresh_name, input_at, shape_of
+from ir2onnx.passes.fuse_rnn_util import all_names, attr, distinct_output, fresh_name, input_at, rank_of
 from ir2onnx.passes.loop_utils import (
+    BROADCASTING_BINARY,
     NONDETERMINISTIC,
+    UNARY_ELEMENTWISE,
     const_ints,
     defined_in,
     inherit_meta,
     is_default_domain,
     loops_innermost_first,
-    rank,
+    stacked_outputs,
 )
 
-_UNARY = frozenset({"Abs", "Ceil", "Cos", "Cast", "Elu", "Erf", "Exp", "Floor", "HardSigmoid", "Identity",
-                    "LeakyRelu", "Log", "Neg", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin",
-                    "Softplus", "Softsign", "Sqrt", "Tanh"})
-_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
 _GLUE = frozenset({"Identity", "Unsqueeze", "Squeeze", "Reshape", "Transpose"})
 
 
@@ -41,22 +39,12 @@ class SinkStepOutputsPass(ir.passes.InPlacePass):
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in loops_innermost_first(model.graph):
-            for index, axis, slot in _stacked_outputs(loop, body):
+            for index, axis in stacked_outputs(loop, body):
                 chain = _chain(body, body.outputs[index])
                 if chain is not None:
-                    _sink(loop, body, outer, index, axis, slot, chain, names)
+                    _sink(loop, body, outer, index, axis, chain, names)
                     modified = True
         return ir.passes.PassResult(model, modified=modified)
-
-
-def _stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int, int]]:
-    """(body output index, stacking axis, position in scan_output_axes) of each per-iteration output."""
-    if loop.op_type == "Loop":
-        first = 1 + len(loop.inputs) - 2
-        return [(i, 0, i - first) for i in range(first, len(body.outputs))]
-    first = len(loop.inputs) - int(attr(loop, "num_scan_inputs"))  # type: ignore[arg-type]
-    axes = attr(loop, "scan_output_axes") or [0] * (len(body.outputs) - first)
-    return [(i, int(axes[i - first]), i - first) for i in range(first, len(body.outputs))]  # type: ignore[index]
 
 
 @dataclass
@@ -85,7 +73,7 @@ def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None
         assert x is not None
         if x.is_graph_input() or x.producer() is None:
             break  # a body input (the slice, a state): its stack is not at hand
-        r = _rank(x)
+        r = rank_of(x)
         if r is None:
             break
         steps.append(_Step(node, varying[0], r))
@@ -104,12 +92,6 @@ def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None
     return start, steps
 
 
-def _rank(v: ir.Value | None) -> int | None:
-    """v's rank: derived from its producers (body values often declare no shape), else declared."""
-    shape = shape_of(v)
-    return len(shape) if shape is not None else rank(v)
-
-
 def _per_step(v: ir.Value, body: ir.Graph) -> bool:
     """Whether `v` may change from one iteration to the next (computed in the body from its inputs)."""
     if not defined_in(v, body):
@@ -124,12 +106,12 @@ def _batchable(node: ir.Node, varying: int) -> bool:
     op = node.op_type
     if op in NONDETERMINISTIC:
         return False
-    if op in _UNARY or op == "Clip":
+    if op in UNARY_ELEMENTWISE or op == "Clip":
         return varying == 0
-    if op in _BINARY:
+    if op in BROADCASTING_BINARY:
         return len(node.inputs) == 2
     if op == "MatMul":
-        return varying == 0 and _rank(node.inputs[1]) == 2
+        return varying == 0 and rank_of(node.inputs[1]) == 2
     if op in ("Unsqueeze", "Squeeze"):
         return varying == 0 and const_ints(input_at(node, 1)) is not None
     if op == "Reshape":
@@ -145,16 +127,16 @@ def _fits(step: _Step) -> bool:
     """Whether the op gives slice t of its result when given the stacked [T, ...] value (its invariant operands
     broadcast against the slice's own dims)."""
     node = step.node
-    if node.op_type in _BINARY:
+    if node.op_type in BROADCASTING_BINARY:
         other = node.inputs[1 - step.varying]
-        r = _rank(other)
+        r = rank_of(other)
         return r is not None and r <= step.rank_in
     if node.op_type == "MatMul":
         return step.rank_in >= 1
     return True
 
 
-def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int, slot: int,
+def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
           chain: tuple[ir.Value, list[_Step]], names: set[str]) -> None:
     start, steps = chain
     old = loop.outputs[index - 1 if loop.op_type == "Loop" else index]
@@ -171,15 +153,9 @@ def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
         return emit("Constant", [], [ir.AttrTensor("value", ir.tensor(values, ir.DataType.INT64))], like)
 
     # the body stacks v_t itself, on axis 0
-    value = start
-    if start.is_graph_output():
-        value = ir.Value(name=fresh_name(names, f"{hint}/step"), type=start.type, shape=start.shape)
-        body.append(inherit_meta(ir.Node("", "Identity", [start], outputs=[value],
-                                         name=fresh_name(names, f"{hint}/step_node")), loop))
-    body.outputs[index] = value
+    body.outputs[index] = distinct_output(start, body, names, hint, loop)
     if loop.op_type == "Scan":
-        axes = list(attr(loop, "scan_output_axes") or [0] * (slot + 1))  # type: ignore[call-overload]
-        axes[slot] = 0
+        axes = [0 if i == index else a for i, a in stacked_outputs(loop, body)]
         loop.attributes["scan_output_axes"] = ir.AttrInt64s("scan_output_axes", axes)
     uses = list(old.uses())
     # ... and the chain runs once on the stacked value, every per-step axis one further
@@ -207,7 +183,7 @@ def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
             attrs = [ir.AttrInt64("axis", (a + r if a < 0 else a) + 1)]
         x = emit(op, inputs, attrs, node)
     if axis != 0:  # the stacked axis back where the output had it
-        out_rank = _out_rank(steps)
+        out_rank = _out_rank(steps[-1])
         a = axis + out_rank + 1 if axis < 0 else axis
         perm = list(range(1, out_rank + 1))
         perm.insert(a, 0)
@@ -227,19 +203,14 @@ def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
             body.remove(step.node, safe=True)
 
 
-def _out_rank(steps: list[_Step]) -> int:
-    """The per-step rank of the chain's last value."""
-    r = steps[0].rank_in
-    for step in steps:
-        node = step.node
-        r = step.rank_in
-        op = node.op_type
-        if op == "Unsqueeze":
-            r += len(const_ints(input_at(node, 1)) or [])
-        elif op == "Squeeze":
-            r -= len(const_ints(input_at(node, 1)) or [])
-        elif op == "Reshape":
-            r = len(const_ints(input_at(node, 1)) or [])
-        elif op == "MatMul" and step.rank_in == 1:
-            r = 1
-    return r
+def _out_rank(step: _Step) -> int:
+    """The per-step rank of the step's result."""
+    node, r = step.node, step.rank_in
+    given = len(const_ints(input_at(node, 1)) or []) if len(node.inputs) > 1 else 0
+    if node.op_type == "Unsqueeze":
+        return r + given
+    if node.op_type == "Squeeze":
+        return r - given
+    if node.op_type == "Reshape":
+        return given
+    return r  # elementwise ops keep the rank (invariant operands are no higher), so does MatMul by a matrix

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
-from ir2onnx.passes.loop_utils import const_ints, inherit_meta, is_default_domain, loops_innermost_first
+from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name
+from ir2onnx.passes.loop_utils import (
+    const_ints,
+    inherit_meta,
+    is_default_domain,
+    loops_innermost_first,
+    stacked_outputs,
+)
 
 
 class StackedOutputsPass(ir.passes.InPlacePass):
@@ -25,21 +31,10 @@ class StackedOutputsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _scan_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
-    """(body output index, stacking axis) of the per-iteration outputs (Loop: after the condition and the states,
-    on axis 0; Scan: after the states, on its scan_output_axes)."""
-    if loop.op_type == "Loop":
-        return [(i, 0) for i in range(1 + len(loop.inputs) - 2, len(body.outputs))]
-    states = len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
-    axes = loop.attributes.get("scan_output_axes")
-    stacked = range(states, len(body.outputs))
-    return list(zip(stacked, axes.as_ints() if axes is not None else [0] * len(stacked)))
-
-
 def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> bool:
     modified = False
     new_axes: list[int] = []
-    for i, axis in _scan_outputs(loop, body):
+    for i, axis in stacked_outputs(loop, body):
         new_axes.append(axis)
         v = body.outputs[i]
         node = v.producer()
@@ -54,12 +49,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
         # v = x with a unit axis at k, stacked on `axis`: x stacked on `axis` (or axis - 1 past k), unit axis after
         new_axes[-1] = axis if axis <= k else axis - 1
         unit = k + 1 if axis <= k else k
-        if x.is_graph_output() or x.graph is not body or x.is_graph_input():  # a body output of its own
-            step = ir.Value(name=fresh_name(names, f"{v.name}/step"), type=x.type, shape=x.shape)
-            body.append(inherit_meta(ir.Node("", "Identity", [x], outputs=[step],
-                                             name=fresh_name(names, f"{v.name}/step_node")), node))
-            x = step
-        body.outputs[i] = x
+        body.outputs[i] = distinct_output(x, body, names, str(v.name), node)
         _restack(loop, outer, loop.outputs[i - 1 if loop.op_type == "Loop" else i], unit, names)
         modified = True
     if modified and loop.op_type == "Scan" and "scan_output_axes" in loop.attributes:

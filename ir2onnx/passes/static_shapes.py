@@ -14,7 +14,13 @@ from collections.abc import Callable
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import const_array, const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import (
+    BROADCASTING_BINARY,
+    UNARY_ELEMENTWISE,
+    const_array,
+    const_ints,
+    is_default_domain,
+)
 
 Shape = tuple[int, ...]
 
@@ -195,8 +201,6 @@ _RULES: dict[str, Callable[[StaticShapes, ir.Node, int], Shape | None]] = {
     "GRU": _recurrent,
     "RNN": _recurrent,
     "MatMul": _matmul,
-    **{op: _identity for op in ("Abs", "Ceil", "Cos", "Cast", "Elu", "Erf", "Exp", "Floor", "HardSigmoid",
-                                "LeakyRelu", "Log", "Neg", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
-                                "Sin", "Softplus", "Softsign", "Sqrt", "Tanh")},
-    **{op: _broadcast for op in ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min")},
+    **{op: _identity for op in UNARY_ELEMENTWISE},
+    **{op: _broadcast for op in BROADCASTING_BINARY},
 }
