@@ -86,6 +86,31 @@ def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int, extra: 
     return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], params)
 
 
+def ti_stacked(steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
+    """TensorIterator whose body runs two LSTMCells, the second on the first's new h (a two-layer network in one
+    loop, as Model Optimizer wrote TensorFlow's MultiRNNCell); outputs the second's h per step."""
+    rng = np.random.default_rng(0)
+    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
+    bx = ops.parameter([batch, 1, inputs], np.float32)
+    states = [ops.parameter([batch, hidden], np.float32) for _ in range(4)]
+    x: Any = ops.squeeze(bx, [1])
+    results = []
+    for layer in range(2):
+        w = ops.constant(_w(rng, 4 * hidden, inputs if layer == 0 else hidden))
+        cell = ops.lstm_cell(x, states[2 * layer], states[2 * layer + 1], w, ops.constant(_w(rng, 4 * hidden, hidden)),
+                             ops.constant(_w(rng, 4 * hidden)), hidden)
+        results += [ops.result(cell.output(0)), ops.result(cell.output(1))]
+        x = cell.output(0)
+    r_y = ops.result(ops.unsqueeze(x, 1))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([*results, r_y], [bx, *states]))
+    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
+    zero = ops.constant(np.zeros((batch, hidden), np.float32))
+    for p, r in zip(states, results):
+        ti.set_merged_input(p, zero.output(0), r.output(0))
+    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X])
+
+
 def _keras_cell(kind: str, rng: np.random.Generator, x: Any, h: Any, c: Any, inputs: int, hidden: int) -> list[Any]:
     """The cell as the TensorFlow frontend writes Keras' LSTMCell / GRUCell (reset_after)."""
     H = hidden
@@ -324,7 +349,7 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
             runs[label] = (proto, names, err, form)
             del session
     except ConversionError as e:
-        print(f"{name:<40} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
+        print(f"{name:<46} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
         return
     def openvino() -> Callable[[], object]:
         request = compiled.create_infer_request()
@@ -338,7 +363,7 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
     for k, (proto, names, _, _) in runs.items():
         makers[k] = lambda p=proto, n=names: onnxruntime(p, n)
     t, ratio = timed_rounds(makers, args)
-    print(f"{name:<40} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
+    print(f"{name:<46} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
           f"{ratio['loop']:>9.2f} {ratio['fused/loop']:>10.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}",
           flush=True)
 
@@ -355,7 +380,7 @@ def main() -> None:
     check_torch_form()
     print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO "
           "and fused / loop (the fuse=False conversion), medians over the rounds")
-    print(f"{'network':<40} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
+    print(f"{'network':<46} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
           f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}")
     rng = np.random.default_rng(1)
 
@@ -371,6 +396,9 @@ def main() -> None:
         cases.append((f"TI LSTMCell + projections 512/256 T=100 B={batch}",
                       lambda b=batch: ti_cell("lstm", 100, b, 512, 256, extra=True),
                       lambda b=batch: [f32(b, 100, 512), f32(b, 256), f32(b, 256)]))
+    for batch in (1, 16):
+        cases.append((f"TI 2 stacked LSTMCells 512/256 T=100 B={batch}", lambda b=batch: ti_stacked(100, b, 512, 256),
+                       lambda b=batch: [f32(b, 100, 512)]))
     for kind in ("gru", "rnn"):
         for batch in (1, 16):
             cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),

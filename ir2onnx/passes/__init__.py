@@ -20,6 +20,7 @@ from ir2onnx.passes.loop_utils import LOOP_OPS
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
+from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 
 DEFAULT_PASSES = (
@@ -53,7 +54,7 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
     LiftLoopInputsPass, have moved that work out (the reads left behind removed): fusion is tried after each. Sinking
     comes first: a cell spelled out with its input projection matches only while the projection is in the body.
     This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
-    for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass),
+    for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass, SplitStackedCellsPass),
                   (LiftLoopInputsPass,)):
         if not any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             return
@@ -62,5 +63,7 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
 
 
 def fuse_recurrent(model: ir.Model) -> None:
-    """Replace loops that run one LSTM/GRU/RNN cell over a sequence with one ONNX LSTM/GRU/RNN node, in place."""
+    """Replace loops that run one LSTM/GRU/RNN cell over a sequence with one ONNX LSTM/GRU/RNN node, in place; a Scan
+    running several cells one after another is first split into one Scan per cell."""
+    SplitStackedCellsPass()(model)
     FuseRecurrentLoopsPass()(model)

@@ -18,7 +18,7 @@ def _f32(rng: np.random.Generator, *shape: int, scale: float = 0.5) -> np.ndarra
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def _cell_op(kind: str, rng: np.random.Generator, inputs: int, hidden: int, clip: float,
+def cell_op(kind: str, rng: np.random.Generator, inputs: int, hidden: int, clip: float,
              activations: Sequence[str] | None, lbr: bool) -> Callable[[Any, Any, Any], list[Any]]:
     """A function (x [B, I], h, c) -> [h', c'] using the IR cell op."""
     g = GATES[kind]
@@ -118,7 +118,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     (per-step work on the input only) before the cell. `post`: "seq" is tanh(h @ W_o + b_o) of the new h (per-step
     work for the output only) instead of h."""
     rng = np.random.default_rng(seed)
-    step = _cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
+    step = cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
     has_c = is_lstm(kind)
     t = -1 if dynamic_steps else steps
