@@ -16,6 +16,7 @@ from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
+from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.loop_utils import LOOP_OPS
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
@@ -32,6 +33,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
     SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
+    LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
     ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
