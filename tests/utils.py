@@ -109,6 +109,11 @@ def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
     return n
 
 
+def count_loops(proto: onnx.ModelProto | onnx.GraphProto) -> int:
+    """Scan and Loop nodes in the graph and all subgraphs."""
+    return count_ops(proto, "Scan") + count_ops(proto, "Loop")
+
+
 def rng_inputs(shapes: Mapping[str, tuple[tuple[int, ...], Any]] | Sequence[tuple[tuple[int, ...], Any]],
                seed: int = 0) -> list[np.ndarray]:
     """Random arrays: floats ~N(0,1), ints in [-5, 5], bools at random."""

@@ -31,6 +31,7 @@ from ir2onnx.passes.loop_utils import (
     is_default_domain,
     loops_innermost_first,
     rank,
+    scan_ints,
 )
 
 
@@ -159,16 +160,11 @@ def _slice_value(out: ir.Value, lifted: _Lifted) -> ir.Value:
     return ir.Value(name=f"{out.name}/slice", type=out.type, shape=shape)
 
 
-def _ints_attr(node: ir.Node, name: str, default: list[int]) -> list[int]:
-    attr = node.attributes.get(name)
-    return list(attr.as_ints()) if attr is not None else default
-
-
 def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
     n_scan = node_int(scan, "num_scan_inputs")
     n_state = len(scan.inputs) - n_scan
-    axes = _ints_attr(scan, "scan_input_axes", [0] * n_scan)
-    dirs = _ints_attr(scan, "scan_input_directions", [0] * n_scan)
+    axes = scan_ints(scan, "scan_input_axes", n_scan)
+    dirs = scan_ints(scan, "scan_input_directions", n_scan)
     modified = False
     work = list(range(n_scan))
     while work:

@@ -50,9 +50,14 @@ def stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
     if loop.op_type == "Loop":
         return [(i, 0) for i in range(1 + len(loop.inputs) - 2, len(body.outputs))]
     states = len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
-    axes = loop.attributes.get("scan_output_axes")
     stacked = range(states, len(body.outputs))
-    return list(zip(stacked, axes.as_ints() if axes is not None else [0] * len(stacked)))
+    return list(zip(stacked, scan_ints(loop, "scan_output_axes", len(stacked))))
+
+
+def scan_ints(scan: ir.Node, name: str, count: int) -> list[int]:
+    """A Scan's per-input or per-output axes or directions attribute (`name`), with ONNX's default of zeros."""
+    a = scan.attributes.get(name)
+    return [int(v) for v in a.as_ints()] if a is not None else [0] * count
 
 
 def defined_in(value: ir.Value, graph: ir.Graph) -> bool:

@@ -19,10 +19,12 @@ subgraphs or initializers of their own, and Loops, are left as they are.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name, replace_node
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, loops_innermost_first, subgraphs
+from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, loops_innermost_first, scan_ints, subgraphs
 
 _CELLS = ("LSTM", "GRU", "RNN")
 _GLUE = ("Identity", "Reshape", "Squeeze", "Unsqueeze")
@@ -32,35 +34,31 @@ class SplitStackedCellsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
-        for node, body, outer in list(loops_innermost_first(model.graph)):
+        for node, _, outer in list(loops_innermost_first(model.graph)):
             rest: ir.Node | None = node
             while rest is not None and rest.op_type == "Scan":
-                rest = _split(rest, rest.attributes["body"].as_graph(), outer, names)
+                rest = _split(rest, outer, names)
                 modified = modified or rest is not None
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _ints(node: ir.Node, name: str, n: int) -> list[int]:
-    a = node.attributes.get(name)
-    return [int(v) for v in a.as_ints()] if a is not None else [0] * n
+@dataclass
+class _Cut:
+    first: set[int]  # the states of the first Scan (indices into the body's state inputs/outputs)
+    rest: set[int]
+    part: dict[ir.Node, str]  # "first", "rest", or "free" (reads no state)
+    reads: dict[ir.Value, frozenset[int]]  # the state inputs each body value reads within one iteration
 
 
-def _split(scan: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> ir.Node | None:
-    """Cut `scan` after its first cell; returns the Scan of the rest, or None when it is left as it is."""
+def _cut(body: ir.Graph, n_state: int) -> _Cut | None:
+    """Where to cut the body: after the first cell that can run over the whole sequence before the others."""
     nodes = list(body)
     cells = [n for n in nodes if n.op_type in _CELLS and is_default_domain(n)]
     if len(cells) < 2 or len(body.initializers) or any(any(True for _ in subgraphs(n)) for n in nodes):
         return None
-    n_scan = scan.attributes["num_scan_inputs"].as_int()
-    n_state = len(scan.inputs) - n_scan
-    if n_state == 0 or any(v is None for v in scan.inputs):
-        return None
-    state_in, scan_in = list(body.inputs[:n_state]), list(body.inputs[n_state:])
-
-    # which state inputs each value reads within one iteration; which cells each value follows from
-    reads: dict[ir.Value, frozenset[int]] = {v: frozenset({i}) for i, v in enumerate(state_in)}
-    reads.update((v, frozenset()) for v in scan_in)
-    after: dict[ir.Value, frozenset[ir.Node]] = {}
+    reads: dict[ir.Value, frozenset[int]] = {v: frozenset({i}) for i, v in enumerate(body.inputs[:n_state])}
+    reads.update((v, frozenset()) for v in body.inputs[n_state:])
+    after: dict[ir.Value, frozenset[ir.Node]] = {}  # the cells each value follows from
     node_reads: dict[ir.Node, frozenset[int]] = {}
     for n in nodes:
         got: set[int] = set()
@@ -76,12 +74,8 @@ def _split(scan: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> i
         for o in n.outputs:
             reads[o] = node_reads[n]
             after[o] = frozenset(cells_before)
-
-    def value_reads(v: ir.Value) -> frozenset[int]:
-        return reads.get(v, frozenset())
-
-    deps = [value_reads(body.outputs[j]) for j in range(n_state)]
-    for cell in cells:  # the first cell that can run over the whole sequence before the others
+    deps = [reads.get(body.outputs[j], frozenset()) for j in range(n_state)]
+    for cell in cells:
         # the states it reads and those only it writes, with every state these depend on
         first = set(node_reads[cell]) | {j for j in range(n_state) if after.get(body.outputs[j]) == {cell}}
         while more := set().union(*(deps[j] for j in first)) - first:
@@ -89,11 +83,25 @@ def _split(scan: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> i
         rest = set(range(n_state)) - first
         part = {n: "rest" if node_reads[n] & rest else "first" if node_reads[n] else "free" for n in nodes}
         if rest and [c for c in cells if part[c] == "first"] == [cell] and any(part[c] == "rest" for c in cells):
-            break
-    else:
+            return _Cut(first, rest, part, reads)
+    return None
+
+
+def _split(scan: ir.Node, outer: ir.Graph, names: set[str]) -> ir.Node | None:
+    """Cut `scan` after its first cell; returns the Scan of the rest, or None when it is left as it is."""
+    body = scan.attributes["body"].as_graph()
+    n_scan = scan.attributes["num_scan_inputs"].as_int()
+    n_state = len(scan.inputs) - n_scan
+    if n_state == 0 or any(v is None for v in scan.inputs):
         return None
-    outs_first = [k for k in range(n_state, len(body.outputs)) if not value_reads(body.outputs[k]) & rest]
-    outs_rest = [k for k in range(n_state, len(body.outputs)) if value_reads(body.outputs[k]) & rest]
+    cut = _cut(body, n_state)
+    if cut is None:
+        return None
+    first, rest, part = cut.first, cut.rest, cut.part
+    nodes = list(body)
+    state_in, scan_in = list(body.inputs[:n_state]), list(body.inputs[n_state:])
+    outs_first = [k for k in range(n_state, len(body.outputs)) if not cut.reads.get(body.outputs[k], frozenset()) & rest]
+    outs_rest = [k for k in range(n_state, len(body.outputs)) if k not in outs_first]
     # reshape-only glue of the first part that only the rest reads moves to the rest, which then scans the first
     # cell's own output (the form the fusion matches) rather than a reshaped copy of it
     kept = {body.outputs[j] for j in first} | {body.outputs[k] for k in outs_first}
@@ -102,58 +110,30 @@ def _split(scan: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> i
                 o not in kept and o.uses() and all(part.get(u.node) == "rest" for u in o.uses()) for o in n.outputs):
             part[n] = "rest"
 
-    def in_first(n: ir.Node) -> bool:
-        return part[n] == "first"
-
-    def in_rest(n: ir.Node) -> bool:
-        return part[n] == "rest"
-
     # nodes that read no state go where they are needed (both parts: the rest gets a copy)
-    free = [n for n in nodes if part[n] == "free"]
-    needed_rest: set[ir.Value] = set()
-    for n in nodes:
-        if in_rest(n):
+    needed_rest = {v for n in nodes if part[n] == "rest" for v in n.inputs if v is not None}
+    needed_rest.update(body.outputs[i] for i in [*sorted(rest), *outs_rest])
+    free_rest: set[ir.Node] = set()
+    for n in reversed(nodes):
+        if part[n] == "free" and any(o in needed_rest for o in n.outputs):
+            free_rest.add(n)
             needed_rest.update(v for v in n.inputs if v is not None)
-    needed_rest.update(body.outputs[j] for j in sorted(rest))
-    needed_rest.update(body.outputs[k] for k in outs_rest)
-    free_rest: list[ir.Node] = []
-    for n in reversed(free):
-        if any(o in needed_rest for o in n.outputs):
-            free_rest.insert(0, n)
-            needed_rest.update(v for v in n.inputs if v is not None)
-    free_rest_set = set(free_rest)
-    needed_first: set[ir.Value] = set()
-    for n in nodes:
-        if in_first(n) or (part[n] == "free" and n not in free_rest_set):
-            needed_first.update(v for v in n.inputs if v is not None)
-    needed_first.update(body.outputs[j] for j in sorted(first))
-    needed_first.update(body.outputs[k] for k in outs_first)
+    needed_first = {v for n in nodes if part[n] == "first" or (part[n] == "free" and n not in free_rest)
+                    for v in n.inputs if v is not None}
+    needed_first.update(body.outputs[i] for i in [*sorted(first), *outs_first])
     free_both = {n for n in free_rest if any(o in needed_first for o in n.outputs)}
 
     # values of the first part that the rest reads: stacked by the first Scan, scanned by the second
-    first_values = {o for n in nodes if in_first(n) for o in n.outputs} | {state_in[j] for j in first}
+    first_values = {o for n in nodes if part[n] == "first" for o in n.outputs} | {state_in[j] for j in first}
     exported = [v for v in _ordered(needed_rest, body) if v in first_values]
-    if any(v.type is None for v in exported):
-        return None
     used_scan_rest = [i for i, v in enumerate(scan_in) if v in needed_rest]
-    if not used_scan_rest and not exported:
+    if any(v.type is None for v in exported) or not (used_scan_rest or exported):
         return None
-
-    hint = scan.name or "Scan"
-    in_axes, in_dirs = _ints(scan, "scan_input_axes", n_scan), _ints(scan, "scan_input_directions", n_scan)
-    n_outs = len(body.outputs) - n_state
-    out_axes, out_dirs = _ints(scan, "scan_output_axes", n_outs), _ints(scan, "scan_output_directions", n_outs)
 
     # the rest's body: its states, the scan inputs it reads, the exported values
     remap: dict[ir.Value, ir.Value] = {}
-    rest_inputs = [state_in[j] for j in sorted(rest)]
-    for i in used_scan_rest:
-        v = scan_in[i]
-        remap[v] = ir.Value(name=fresh_name(names, f"{v.name or 'x'}/rest"), type=v.type, shape=v.shape)
-        rest_inputs.append(remap[v])
-    for v in exported:
-        remap[v] = ir.Value(name=fresh_name(names, f"{v.name or 'v'}/from_first"), type=v.type, shape=v.shape)
-        rest_inputs.append(remap[v])
+    for v in [*(scan_in[i] for i in used_scan_rest), *exported]:
+        remap[v] = ir.Value(name=fresh_name(names, f"{v.name or 'v'}/rest"), type=v.type, shape=v.shape)
     rest_nodes: list[ir.Node] = []
     for n in nodes:
         if n in free_both:
@@ -164,58 +144,55 @@ def _split(scan: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> i
                            version=n.version)
             remap.update(zip(n.outputs, copy_outs))
             rest_nodes.append(inherit_meta(copy, n))
-        elif in_rest(n) or n in free_rest_set:
+        elif part[n] == "rest" or n in free_rest:
             for i, v in enumerate(n.inputs):
                 if v is not None and v in remap:
                     n.replace_input_with(i, remap[v])
             rest_nodes.append(n)
-    rest_outputs = [remap.get(body.outputs[j], body.outputs[j]) for j in sorted(rest)] + \
-                   [remap.get(body.outputs[k], body.outputs[k]) for k in outs_rest]
+    rest_outputs = [remap.get(body.outputs[i], body.outputs[i]) for i in [*sorted(rest), *outs_rest]]
+    moved = set(rest_nodes)
+    first_nodes = [n for n in nodes if n not in moved]
+    first_outputs = [body.outputs[i] for i in [*sorted(first), *outs_first]] + exported
 
-    first_nodes = [n for n in nodes if n not in rest_nodes]
-    first_inputs = [state_in[j] for j in sorted(first)] + scan_in
-    first_outputs = [body.outputs[j] for j in sorted(first)] + [body.outputs[k] for k in outs_first]
-
-    # take the body apart and build the two new ones
+    # take the body apart and build the two Scans
     body.remove(nodes, safe=False)
     body.outputs.clear()
     body.inputs.clear()
-    rest_body = ir.Graph(rest_inputs, [], nodes=rest_nodes,
-                         name=fresh_name(names, f"{body.name or hint}/rest"))
-    first_body = ir.Graph(first_inputs, [], nodes=first_nodes, name=body.name)
-    for v in rest_outputs:
-        rest_body.outputs.append(distinct_output(v, rest_body, names, hint, scan))
-    for v in first_outputs:
-        first_body.outputs.append(distinct_output(v, first_body, names, hint, scan))
-    for v in exported:
-        first_body.outputs.append(distinct_output(v, first_body, names, hint, scan))
-
-    stacked = [ir.Value(name=fresh_name(names, f"{hint}/{v.name or 'v'}/stacked"), type=v.type) for v in exported]
-    first_scan_outs = [ir.Value(name=fresh_name(names, f"{hint}/first_{i}")) for i in range(len(first) + len(outs_first))]
-    first_node = ir.Node("", "Scan", [scan.inputs[j] for j in sorted(first)] + list(scan.inputs[n_state:]), [
-        ir.AttrGraph("body", first_body),
-        ir.AttrInt64("num_scan_inputs", n_scan),
-        ir.AttrInt64s("scan_input_axes", in_axes),
-        ir.AttrInt64s("scan_input_directions", in_dirs),
-        ir.AttrInt64s("scan_output_axes", [out_axes[k - n_state] for k in outs_first] + [0] * len(exported)),
-        ir.AttrInt64s("scan_output_directions", [out_dirs[k - n_state] for k in outs_first] + [0] * len(exported)),
-    ], outputs=first_scan_outs + stacked, name=fresh_name(names, f"{hint}/first"), version=scan.version)
-    rest_scan_outs = [ir.Value(name=fresh_name(names, f"{hint}/rest_{i}")) for i in range(len(rest) + len(outs_rest))]
-    rest_node = ir.Node("", "Scan", [scan.inputs[j] for j in sorted(rest)]
-                        + [scan.inputs[n_state + i] for i in used_scan_rest] + stacked, [
-        ir.AttrGraph("body", rest_body),
-        ir.AttrInt64("num_scan_inputs", len(used_scan_rest) + len(exported)),
-        ir.AttrInt64s("scan_input_axes", [in_axes[i] for i in used_scan_rest] + [0] * len(exported)),
-        ir.AttrInt64s("scan_input_directions", [in_dirs[i] for i in used_scan_rest] + [0] * len(exported)),
-        ir.AttrInt64s("scan_output_axes", [out_axes[k - n_state] for k in outs_rest]),
-        ir.AttrInt64s("scan_output_directions", [out_dirs[k - n_state] for k in outs_rest]),
-    ], outputs=rest_scan_outs, name=fresh_name(names, f"{hint}/rest"), version=scan.version)
-    outer.insert_before(scan, [inherit_meta(first_node, scan), inherit_meta(rest_node, scan)])
+    hint = scan.name or "Scan"
+    in_axes, in_dirs = scan_ints(scan, "scan_input_axes", n_scan), scan_ints(scan, "scan_input_directions", n_scan)
     old = list(scan.outputs)
-    pairs = [(old[j], first_scan_outs[i]) for i, j in enumerate(sorted(first))]
-    pairs += [(old[k], first_scan_outs[len(first) + i]) for i, k in enumerate(outs_first)]
-    pairs += [(old[j], rest_scan_outs[i]) for i, j in enumerate(sorted(rest))]
-    pairs += [(old[k], rest_scan_outs[len(rest) + i]) for i, k in enumerate(outs_rest)]
+    n_outs = len(old) - n_state
+    out_axes, out_dirs = scan_ints(scan, "scan_output_axes", n_outs), scan_ints(scan, "scan_output_directions", n_outs)
+    stacked = [ir.Value(name=fresh_name(names, f"{hint}/{v.name or 'v'}/stacked"), type=v.type) for v in exported]
+
+    def make(label: str, graph: ir.Graph, outputs: list[ir.Value], states: list[int], scans: list[int],
+             extra_in: list[ir.Value], outs: list[int], extra_out: list[ir.Value]) -> ir.Node:
+        """A Scan over `graph`: the old Scan's `states` and scan inputs `scans`, then `extra_in` scanned on axis 0;
+        its outputs `outs`, then `extra_out` stacked on axis 0."""
+        for v in outputs:
+            graph.outputs.append(distinct_output(v, graph, names, hint, scan))
+        zeros_in, zeros_out = [0] * len(extra_in), [0] * len(extra_out)
+        new = [ir.Value(name=fresh_name(names, f"{hint}/{label}_{i}")) for i in range(len(states) + len(outs))]
+        node = ir.Node("", "Scan", [*(scan.inputs[j] for j in states), *(scan.inputs[n_state + i] for i in scans),
+                                    *extra_in], [
+            ir.AttrGraph("body", graph),
+            ir.AttrInt64("num_scan_inputs", len(scans) + len(extra_in)),
+            ir.AttrInt64s("scan_input_axes", [*(in_axes[i] for i in scans), *zeros_in]),
+            ir.AttrInt64s("scan_input_directions", [*(in_dirs[i] for i in scans), *zeros_in]),
+            ir.AttrInt64s("scan_output_axes", [*(out_axes[k - n_state] for k in outs), *zeros_out]),
+            ir.AttrInt64s("scan_output_directions", [*(out_dirs[k - n_state] for k in outs), *zeros_out]),
+        ], outputs=new + extra_out, name=fresh_name(names, f"{hint}/{label}"), version=scan.version)
+        outer.insert_before(scan, inherit_meta(node, scan))
+        pairs.extend(zip([old[i] for i in [*states, *outs]], new))
+        return node
+
+    pairs: list[tuple[ir.Value | None, ir.Value]] = []
+    first_body = ir.Graph([*(state_in[j] for j in sorted(first)), *scan_in], [], nodes=first_nodes, name=body.name)
+    make("first", first_body, first_outputs, sorted(first), list(range(n_scan)), [], outs_first, stacked)
+    rest_body = ir.Graph([*(state_in[j] for j in sorted(rest)), *(remap[scan_in[i]] for i in used_scan_rest),
+                          *(remap[v] for v in exported)], [], nodes=rest_nodes,
+                         name=fresh_name(names, f"{body.name or hint}/rest"))
+    rest_node = make("rest", rest_body, rest_outputs, sorted(rest), used_scan_rest, stacked, outs_rest, [])
     replace_node(scan, pairs, "split")
     return rest_node
 

@@ -13,7 +13,7 @@ import pytest
 import ir2onnx
 from tests.check.models import MODELS
 from tests.check.mutations import MUTATORS, NotApplicable
-from tests.utils import count_ops, save_ir
+from tests.utils import count_loops, count_ops, save_ir
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 10.0  # a broken loop may never end: the check stops it
@@ -56,7 +56,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path,
 def test_correct_conversion_passes(converted, name: str) -> None:  # type: ignore[no-untyped-def]
     xml, proto = converted(name)
     fused = count_ops(proto, "LSTM") + count_ops(proto, "GRU")
-    looped = count_ops(proto, "Scan") + count_ops(proto, "Loop")
+    looped = count_loops(proto)
     if name.endswith("_fused") or name == "lstm_sequence":
         assert fused == 1 and looped == 0, "the recurrent loop is one fused node"
     else:

@@ -12,14 +12,10 @@ import pytest
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, recurrent_loop
-from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
+from tests.utils import assert_equivalent, count_loops, count_ops, rng_inputs, save_ir
 
 RECURRENT = ("LSTM", "GRU", "RNN")
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-
-def _loops(proto: onnx.ModelProto) -> int:
-    return count_ops(proto, "Scan") + count_ops(proto, "Loop")
 
 
 def _inputs(kind: str, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: int = 3, seed: int = 0) -> list[np.ndarray]:
@@ -34,7 +30,7 @@ def assert_lowered_rnn(proto: onnx.ModelProto) -> None:
     the input projection done before it."""
     assert count_ops(proto, "RNN") == 0
     scans = [n for n in proto.graph.node if n.op_type == "Scan"]
-    assert len(scans) == 1 and _loops(proto) == 1
+    assert len(scans) == 1 and count_loops(proto) == 1
     body = [n.op_type for n in scans[0].attribute[0].g.node]
     assert body[:2] == ["MatMul", "Add"] and len(body) in (4, 5), body
 
@@ -45,16 +41,16 @@ def _check(model: Any, tmp_path: Path, inputs: list[np.ndarray], op: str | None)
     fused = assert_equivalent(xml, inputs, optimize=False)
     default = assert_equivalent(xml, inputs)
     literal = assert_equivalent(xml, inputs, fuse=False)
-    assert _loops(literal) == 1
+    assert count_loops(literal) == 1
     if op is None:
-        assert _loops(fused) == 1 and _loops(default) == 1, "a near miss was fused"
+        assert count_loops(fused) == 1 and count_loops(default) == 1, "a near miss was fused"
         return
-    assert _loops(fused) == 0, "the loop was not fused"
+    assert count_loops(fused) == 0, "the loop was not fused"
     assert count_ops(fused, op) == 1 and sum(count_ops(fused, o) for o in RECURRENT) == 1
     if op == "RNN":
         assert_lowered_rnn(default)
     else:
-        assert _loops(default) == 0 and count_ops(default, op) == 1
+        assert count_loops(default) == 0 and count_ops(default, op) == 1
 
 
 CELLS = [("lstm4", "LSTM", {}), ("lstm1", "LSTM", {}), ("gru", "GRU", {}), ("gru", "GRU", {"lbr": True}),
@@ -82,12 +78,12 @@ def test_cell_with_per_step_work_around_it(tmp_path: Path, kind: str, op: str, k
                   tmp_path)
     inputs = _inputs(kind)
     default = assert_equivalent(xml, inputs)
-    assert _loops(assert_equivalent(xml, inputs, optimize=False)) == 1
-    assert _loops(assert_equivalent(xml, inputs, fuse=False)) == 1
+    assert count_loops(assert_equivalent(xml, inputs, optimize=False)) == 1
+    assert count_loops(assert_equivalent(xml, inputs, fuse=False)) == 1
     if op == "RNN":
         assert_lowered_rnn(default)
     else:
-        assert _loops(default) == 0 and count_ops(default, op) == 1
+        assert count_loops(default) == 0 and count_ops(default, op) == 1
         assert count_ops(default, "MatMul") == (2 if work == "both" else 1)
 
 
@@ -145,12 +141,12 @@ def test_spelled_out_cells_with_output_work_fused(tmp_path: Path, kind: str, op:
     if op == "RNN":
         assert_lowered_rnn(default)
     else:
-        assert _loops(default) == 0 and count_ops(default, op) == 1
+        assert count_loops(default) == 0 and count_ops(default, op) == 1
 
 
 @pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_peephole", "lstm_extra_state_op"])
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
-def test_near_misses_stay_loops(tmp_path: Path, kind: str, loop: bool) -> None:
+def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
 
 
@@ -160,7 +156,7 @@ def test_run_time_length(tmp_path: Path, outputs: tuple[str, ...]) -> None:
     literal Scan cannot be the reference there: onnxruntime 1.32 crashes on a zero-length scan input)."""
     xml = save_ir(recurrent_loop("lstm4", dynamic_steps=True, outputs=outputs), tmp_path)
     fused = assert_equivalent(xml, _inputs("lstm4", steps=7))
-    assert _loops(fused) == 0
+    assert count_loops(fused) == 0
     empty = _inputs("lstm4", steps=0)
     got = dict(zip(outputs, run_onnxruntime(fused, dict(zip([i.name for i in fused.graph.input], empty)))))
     if "seq" in outputs:
@@ -175,7 +171,7 @@ def test_loop_trip_count_from_the_sequence_length(tmp_path: Path, kind: str, op:
     xml = save_ir(recurrent_loop(kind, loop=True, trip=-1, dynamic_steps=True), tmp_path)
     fused = assert_equivalent(xml, _inputs(kind, steps=6))
     literal = assert_equivalent(xml, _inputs(kind, steps=6), fuse=False)
-    assert _loops(fused) == 0 and count_ops(fused, op) == 1 and _loops(literal) == 1
+    assert count_loops(fused) == 0 and count_ops(fused, op) == 1 and count_loops(literal) == 1
 
 
 def test_loop_shorter_than_the_sequence_stays_a_loop(tmp_path: Path) -> None:
@@ -193,7 +189,7 @@ def test_tensorflow_keras_layers(name: str, op: str, batch: int) -> None:
     x = rng_inputs([((batch, 5, 4), np.float32)], seed=batch)
     fused = assert_equivalent(xml, x, optimize=False)
     literal = assert_equivalent(xml, x, fuse=False)
-    assert _loops(literal) == 1 and _loops(fused) == 0
+    assert count_loops(literal) == 1 and count_loops(fused) == 0
     assert count_ops(fused, op) == 1
     default = assert_equivalent(xml, x)
     if op == "RNN":
@@ -214,7 +210,7 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
     inputs = rng_inputs([((2, 4, 3), np.float16), ((2, 2), np.float16), ((2, 2), np.float16)])
     xml = save_ir(model, tmp_path)
     proto = assert_equivalent(xml, inputs, rtol=1e-2, atol=1e-2)
-    assert _loops(proto) == 1
+    assert count_loops(proto) == 1
 
 
 # Framework fixtures (scripts/make_tf_fixtures.py): the number of fused nodes each becomes
@@ -235,11 +231,11 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     if count_ops(fused, "Scan"):  # the default passes lowered a fused RNN
         assert_lowered_rnn(fused)
         fused = assert_equivalent(d / "model.xml", inputs, rtol=1e-4, optimize=False)
-    assert _loops(fused) == 0 and sum(count_ops(fused, o) for o in RECURRENT) == FRAMEWORK[name]
+    assert count_loops(fused) == 0 and sum(count_ops(fused, o) for o in RECURRENT) == FRAMEWORK[name]
     feed = dict(zip([i.name for i in fused.graph.input], inputs))
     for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
-    assert _loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
+    assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
 
 
 @pytest.mark.parametrize("optimize", [True, False])

@@ -12,8 +12,9 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
+from tests.passes.loop_models import ops_in
 from tests.passes.rnn_builders import cell_op, is_lstm
-from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
+from tests.utils import assert_equivalent, count_loops, rng_inputs, save_ir
 
 B, T, I, H = 2, 5, 4, 3
 
@@ -63,20 +64,11 @@ def _check(model: ov.Model, tmp_path: Path, fused: dict[str, int], loops: int) -
     xml = save_ir(model, tmp_path)
     x = rng_inputs([((B, T, I), np.float32)], 0)
     alone = assert_equivalent(xml, x, optimize=False)
-    assert {op: n for op in ("LSTM", "GRU", "RNN") if (n := _top(alone, op))} == fused
-    assert _loops(alone) == loops
+    assert {op: n for op in ("LSTM", "GRU", "RNN") if (n := ops_in(alone.graph, op, bodies=False))} == fused
+    assert count_loops(alone) == loops
     default = assert_equivalent(xml, x)
-    assert _loops(default) == loops + fused.get("RNN", 0)
-    assert _loops(assert_equivalent(xml, x, fuse=False)) == 1
-
-
-def _top(proto: Any, op: str) -> int:
-    """Nodes of `op` in the main graph (a cell left in a loop body is not fused)."""
-    return sum(n.op_type == op for n in proto.graph.node)
-
-
-def _loops(proto: Any) -> int:
-    return count_ops(proto, "Scan") + count_ops(proto, "Loop")
+    assert count_loops(default) == loops + fused.get("RNN", 0)
+    assert count_loops(assert_equivalent(xml, x, fuse=False)) == 1
 
 
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
