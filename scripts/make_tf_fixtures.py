@@ -26,9 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 B, T, I, H = 2, 6, 4, 8
 
 
-def _keras(layer_fn: Callable[[], keras.layers.Layer], shape: tuple[int, ...] = (T, I)) -> keras.Model:
+def _keras(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
+           shape: tuple[int, ...] = (T, I)) -> keras.Model:
+    """A Keras model running the layer (or the layers, one after another) on x."""
     inp = keras.Input(shape, batch_size=B, name="x")
-    out = layer_fn()(inp)
+    layers = layer_fn()
+    out = inp
+    for layer in layers if isinstance(layers, list) else [layers]:
+        out = layer(out)
     return keras.Model(inp, out)
 
 
@@ -113,7 +118,7 @@ def _flat(out: object) -> list[np.ndarray]:
     return [np.asarray(t) for t in tf.nest.flatten(out)]
 
 
-def _rnn(layer_fn: Callable[[], keras.layers.Layer]) -> Callable[[], Built]:
+def _rnn(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]]) -> Callable[[], Built]:
     def build() -> Built:
         model = _keras(layer_fn)
         x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
@@ -130,6 +135,12 @@ CASES.update({
     "simple_rnn": _rnn(lambda: keras.layers.SimpleRNN(H, return_sequences=True)),
     "bidirectional_lstm": _rnn(lambda: keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))),
     "bidirectional_gru_last": _rnn(lambda: keras.layers.Bidirectional(keras.layers.GRU(H))),
+    "lstm_two_layers": _rnn(lambda: [keras.layers.LSTM(H, return_sequences=True),
+                                     keras.layers.LSTM(H, return_sequences=True)]),
+    "lstm_hard_sigmoid": _rnn(lambda: keras.layers.LSTM(H, return_sequences=True,
+                                                        recurrent_activation="hard_sigmoid")),
+    "gru_relu": _rnn(lambda: keras.layers.GRU(H, return_sequences=True, activation="relu")),
+    "rnn_lstm_cell": _rnn(lambda: keras.layers.RNN(keras.layers.LSTMCell(H), return_sequences=True)),
 })
 
 

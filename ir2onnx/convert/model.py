@@ -12,7 +12,6 @@ import logging
 
 import onnx
 import onnx_ir as ir
-from onnx_ir.passes.common import ShapeInferencePass
 
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
@@ -24,6 +23,7 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 from ir2onnx.passes.ort_types import OrtTypesPass
+from ir2onnx.passes.static_shapes import infer_shapes
 
 MIN_OPSET = 17
 
@@ -162,7 +162,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
     if b.opset_needs:  # translated again at a newer opset, or refused: no shape inference needed
         return out, b.opset_needs
-    _infer_output_shapes(out)
+    infer_shapes(out)  # outputs and bodies carry derived, not stale, shapes
     for v, r in zip(outputs, g.results):
         if not has_runtime_dims(v):
             v.shape = _complete_shape(v.shape, r.inputs[0].dims)
@@ -198,13 +198,3 @@ def _parameter_type(p: Layer) -> ElementType:
 def _ir_version(opset: int) -> int:
     """The lowest ONNX IR version that carries `opset` (widest runtime support)."""
     return max(8, onnx.helper.find_min_ir_version_for([onnx.helper.make_opsetid("", opset)]))
-
-
-def _infer_output_shapes(model: ir.Model) -> None:
-    """Run ONNX shape inference (weights set aside) so outputs and bodies carry derived, not stale, shapes."""
-    try:
-        # types are not checked: a node whose type its schema lacks still gets its outputs typed, and the
-        # onnxruntime pass then computes it in a type that runs
-        ShapeInferencePass(check_type=False, strict_mode=False)(model)
-    except Exception:  # noqa: BLE001  inference is best effort: the model is valid without derived shapes
-        return

@@ -29,6 +29,7 @@ import onnx_ir as ir
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
 from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan
 from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, shape_of, view_root
+from ir2onnx.passes.static_shapes import infer_shapes
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,13 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
-        fused = _process(model.graph, model.graph, names)
+        fused = last = _process(model.graph, model.graph, names)
+        while last and any(n.op_type in _LOOPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+            # a loop reading a fused one's output sees that output's shape (which its proofs need) only once
+            # shapes are inferred through the new node: infer, try the loops left again
+            infer_shapes(model)
+            last = _process(model.graph, model.graph, names)
+            fused += last
         if fused:  # weights that only the replaced bodies read
             keep = set(model.graph.inputs) | set(model.graph.outputs)
             for name, v in list(model.graph.initializers.items()):

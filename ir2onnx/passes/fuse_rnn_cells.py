@@ -2,10 +2,13 @@
 LSTMCell/GRUCell/RNNCell gives, gate orders and biases already in ONNX's layout), or the cell spelled out with
 MatMul/Add/Split/Slice and activations (TensorFlow's and PyTorch's form), matched exactly against ONNX's equations:
 
-    LSTM  i, f, o = sigmoid(x Wi + h Ri + bi, ...), g = tanh(x Wg + h Rg + bg), c' = f c + i g, h' = o tanh(c')
-    GRU   z, r = sigmoid(...), n = tanh(x Wn + bn + r (h Rn + rbn))  (linear_before_reset)
-                 or tanh(x Wn + (r h) Rn + bn), h' = z h + (1 - z) n
-    RNN   h' = act(x W + h R + b)  (act: tanh, relu or sigmoid)
+    LSTM  i, f, o = f(x Wi + h Ri + bi, ...), g = g(x Wg + h Rg + bg), c' = f c + i g, h' = o h(c')
+    GRU   z, r = f(...), n = g(x Wn + bn + r (h Rn + rbn))  (linear_before_reset)
+                 or g(x Wn + (r h) Rn + bn), h' = z h + (1 - z) n
+    RNN   h' = f(x W + h R + b)
+
+f, g, h are activations ONNX's recurrent ops take (usually sigmoid, tanh, tanh: Keras's recurrent_activation and
+activation), one op each with its parameters (HardSigmoid's alpha and beta, LeakyRelu's alpha...).
 
 The pre-activations are read as linear forms of x and h (sums of MatMuls by constants and constant biases, sliced
 into gates by Split or Slice on the last axis), so gate order and the place of the biases do not matter.
@@ -153,7 +156,7 @@ class _Reader:
         m = producer(a, "Mul")
         if m is not None:
             for r, hv in ((m.inputs[0], m.inputs[1]), (m.inputs[1], m.inputs[0])):
-                if producer(r, "Sigmoid") is not None and hv is not None and view_root(hv)[0] is self.h_root:
+                if _act(r) is not None and hv is not None and view_root(hv)[0] is self.h_root:
                     if _rank(hv) != 2:
                         raise NoMatch("the reset-gated state is not [batch, hidden]")
                     if self.reset is not None and self.reset is not r:
@@ -222,9 +225,37 @@ class _Reader:
         return src.columns(s, e)
 
 
-def _act(v: ir.Value | None, *ops: str) -> tuple[str, ir.Value] | None:
-    n = producer(v, *ops)
-    return None if n is None else (n.op_type, n.inputs[0])  # type: ignore[return-value]
+# The activations an ONNX LSTM/GRU/RNN applies, with their parameters' attribute names and ONNX defaults, in the
+# order the node's activation_alpha / activation_beta lists take them (onnxruntime reads one entry per parameter).
+_ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
+    "Sigmoid": (), "Tanh": (), "Relu": (), "Softsign": (), "Softplus": (),
+    "HardSigmoid": (("alpha", 0.2), ("beta", 0.5)), "LeakyRelu": (("alpha", 0.01),), "Elu": (("alpha", 1.0),),
+    "ThresholdedRelu": (("alpha", 1.0),),
+}
+Act = tuple[str, tuple[float, ...]]  # an activation op and its (alpha[, beta])
+
+
+def _act(v: ir.Value | None) -> tuple[Act, ir.Value] | None:
+    """(the activation, its input) when `v` is the output of an activation ONNX's recurrent ops can apply."""
+    n = producer(v, *_ACTIVATIONS)
+    if n is None or n.inputs[0] is None:
+        return None
+    params = tuple(float(attr(n, name, default)) for name, default in _ACTIVATIONS[n.op_type])  # type: ignore[arg-type]
+    return (n.op_type, params), n.inputs[0]
+
+
+def activation_attrs(acts: list[Act], defaults: list[str]) -> dict[str, object]:
+    """An ONNX recurrent node's activations / activation_alpha / activation_beta attributes ({} for the defaults)."""
+    if [a for a, _ in acts] == defaults:
+        return {}
+    alpha = [p[0] for _, p in acts if len(p) > 0]
+    beta = [p[1] for _, p in acts if len(p) > 1]
+    attrs: dict[str, object] = {"activations": [a for a, _ in acts]}
+    if alpha:
+        attrs["activation_alpha"] = alpha
+    if beta:
+        attrs["activation_beta"] = beta
+    return attrs
 
 
 def _gate(reader: _Reader, pre: ir.Value, hidden: int | None, keys: set[str]) -> Linear:
@@ -257,40 +288,43 @@ def _assemble(op: str, gates: list[Linear], keys_w: list[str], keys_r: list[str]
 
 
 def spelled_lstm(h_new: ir.Value, c_new: ir.Value, h_state: ir.Value, c_state: ir.Value, x: ir.Value) -> Cell:
-    """h' = o * tanh(c'), c' = f * c + i * g with i, f, o sigmoid gates and g a tanh gate."""
+    """h' = o * h(c'), c' = f * c + i * g with i, f, o gates of one activation f and g a gate of activation g."""
     mul = producer(h_new, "Mul")
     add = producer(c_new, "Add")
     if mul is None or add is None:
-        raise NoMatch("not h' = o * tanh(c'), c' = f * c + i * g")
-    o_pre = None
+        raise NoMatch("not h' = o * h(c'), c' = f * c + i * g")
+    o_gate = None
     for a, b in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
-        t, s = _act(a, "Tanh"), _act(b, "Sigmoid")
+        t, s = _act(a), _act(b)
         if t is not None and t[1] is c_new and s is not None:
-            o_pre = s[1]
-    if o_pre is None:
-        raise NoMatch("h' is not sigmoid(.) * tanh(c')")
+            o_gate = (t[0], s)
+    if o_gate is None:
+        raise NoMatch("h' is not f(.) * h(c')")
+    h_act, (f_act, o_pre) = o_gate
     m1, m2 = producer(add.inputs[0], "Mul"), producer(add.inputs[1], "Mul")
     if m1 is None or m2 is None:
         raise NoMatch("c' is not a sum of two products")
     found = None
     for mf, mi in ((m1, m2), (m2, m1)):
         for c_prev, f in ((mf.inputs[0], mf.inputs[1]), (mf.inputs[1], mf.inputs[0])):
-            fs = _act(f, "Sigmoid")
-            if c_prev is None or view_root(c_prev)[0] is not c_state or fs is None or _rank(c_prev) != 2:
+            fs = _act(f)
+            if c_prev is None or view_root(c_prev)[0] is not c_state or fs is None or fs[0] != f_act \
+                    or _rank(c_prev) != 2:
                 continue
             for i, g in ((mi.inputs[0], mi.inputs[1]), (mi.inputs[1], mi.inputs[0])):
-                si, tg = _act(i, "Sigmoid"), _act(g, "Tanh")
-                if si is not None and tg is not None:
-                    found = (c_prev, fs[1], si[1], tg[1])
+                si, tg = _act(i), _act(g)  # i * g is symmetric: with g = f either order is the same product
+                if si is not None and tg is not None and si[0] == f_act:
+                    found = (c_prev, fs[1], si[1], tg)
     if found is None:
-        raise NoMatch("c' is not sigmoid(.) * c + sigmoid(.) * tanh(.)")
-    c_prev, f_pre, i_pre, g_pre = found
+        raise NoMatch("c' is not f(.) * c + f(.) * g(.) with the output gate's f")
+    c_prev, f_pre, i_pre, (g_act, g_pre) = found
     reader = _Reader(view_root(x)[0], h_state)
     gates = [_gate(reader, p, None, {"x", "h"}) for p in (i_pre, o_pre, f_pre, g_pre)]  # ONNX order i, o, f, c
     if len({g.width for g in gates}) != 1:
         raise NoMatch("gate widths differ")
     h_in = gates[0].parts["h"][0]
-    cell = _assemble("LSTM", gates, ["x"] * 4, ["h"] * 4, None, reader, h_in, c_prev, {})
+    cell = _assemble("LSTM", gates, ["x"] * 4, ["h"] * 4, None, reader, h_in, c_prev,
+                     activation_attrs([f_act, g_act, h_act], ["Sigmoid", "Tanh", "Tanh"]))
     cell.h_out[h_new] = "2"
     cell.c_out[c_new] = "2"
     return cell
@@ -305,7 +339,8 @@ def _one_minus(v: ir.Value | None) -> ir.Value | None:
 
 
 def spelled_gru(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
-    """h' = z * h + (1 - z) * n with z, r sigmoid gates and n a tanh gate (reset before or after the matmul)."""
+    """h' = z * h + (1 - z) * n with z, r gates of one activation f and n a gate of activation g (reset before or
+    after the matmul)."""
     add = producer(h_new, "Add")
     if add is None:
         raise NoMatch("not h' = z * h + (1 - z) * n")
@@ -315,16 +350,18 @@ def spelled_gru(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
     found = None
     for mz, mn in ((m1, m2), (m2, m1)):
         for z, hp in ((mz.inputs[0], mz.inputs[1]), (mz.inputs[1], mz.inputs[0])):
-            if producer(z, "Sigmoid") is None or hp is None or view_root(hp)[0] is not h_state or _rank(hp) != 2:
+            za = _act(z)
+            if za is None or hp is None or view_root(hp)[0] is not h_state or _rank(hp) != 2:
                 continue
             for zc, n in ((mn.inputs[0], mn.inputs[1]), (mn.inputs[1], mn.inputs[0])):
-                if _one_minus(zc) is z and (t := _act(n, "Tanh")) is not None:
-                    found = (z, t[1])
+                if _one_minus(zc) is z and (t := _act(n)) is not None:
+                    found = (za, t)
     if found is None:
-        raise NoMatch("h' is not sigmoid(.) * h + (1 - sigmoid(.)) * tanh(.)")
-    z, n_pre = found
+        raise NoMatch("h' is not f(.) * h + (1 - f(.)) * g(.)")
+    (f_act, z_pre), (g_act, n_pre) = found
+    acts = activation_attrs([f_act, g_act], ["Sigmoid", "Tanh"])
     reader = _Reader(view_root(x)[0], h_state)
-    gate_z = _gate(reader, producer(z, "Sigmoid").inputs[0], None, {"x", "h"})  # type: ignore[union-attr, arg-type]
+    gate_z = _gate(reader, z_pre, None, {"x", "h"})
     hidden = gate_z.width
     # linear_before_reset: n_pre = Lx + r * Lh
     after = None
@@ -335,30 +372,33 @@ def spelled_gru(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
             if rm is None:
                 continue
             for r, lh in ((rm.inputs[0], rm.inputs[1]), (rm.inputs[1], rm.inputs[0])):
-                if producer(r, "Sigmoid") is None:
+                ra = _act(r)
+                if ra is None or ra[0] != f_act:
                     continue
                 try:
                     lx = _gate(reader, p, hidden, {"x"})  # type: ignore[arg-type]
                     lhh = _gate(reader, lh, hidden, {"h"})  # type: ignore[arg-type]
                 except NoMatch:
                     continue
-                after = (r, lx, lhh)
+                after = (ra[1], lx, lhh)
     if after is not None:
-        r, lx, lhh = after
-        gate_r = _gate(reader, producer(r, "Sigmoid").inputs[0], hidden, {"x", "h"})  # type: ignore[union-attr, arg-type]
+        r_pre, lx, lhh = after
+        gate_r = _gate(reader, r_pre, hidden, {"x", "h"})
         gate_n = Linear({"x": lx.parts["x"], "h": lhh.parts["h"]}, lx.bias)
         zero = np.zeros(hidden, gate_n.bias.dtype)  # type: ignore[arg-type]
         return _gru_cell([gate_z, gate_r, gate_n], [zero, zero, lhh.dense_bias(hidden)], 1,  # type: ignore[arg-type]
-                         reader, h_new)
+                         reader, h_new, acts)
     gate_n = _gate(reader, n_pre, hidden, {"x", "rh"})
-    if reader.reset is None:
-        raise NoMatch("no reset gate")
-    gate_r = _gate(reader, producer(reader.reset, "Sigmoid").inputs[0], hidden, {"x", "h"})  # type: ignore[union-attr, arg-type]
+    ra = _act(reader.reset)
+    if ra is None or ra[0] != f_act:
+        raise NoMatch("no reset gate of the update gate's activation")
+    gate_r = _gate(reader, ra[1], hidden, {"x", "h"})
     gate_n = Linear({"x": gate_n.parts["x"], "h": gate_n.parts["rh"]}, gate_n.bias)
-    return _gru_cell([gate_z, gate_r, gate_n], None, 0, reader, h_new)
+    return _gru_cell([gate_z, gate_r, gate_n], None, 0, reader, h_new, acts)
 
 
-def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader: _Reader, h_new: ir.Value) -> Cell:
+def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader: _Reader, h_new: ir.Value,
+              acts: dict[str, object]) -> Cell:
     h_ops = {g.parts["h"][0] for g in gates[:2]}
     if len(h_ops) != 1:
         raise NoMatch("the gates read different views of the state")
@@ -367,22 +407,19 @@ def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader
         raise NoMatch("the gates read different views of the state")
     if not lbr:
         gates[2].parts["h"] = (h_in, gates[2].parts["h"][1])  # (r * h) R: ONNX multiplies r with the same state
-    cell = _assemble("GRU", gates, ["x"] * 3, ["h"] * 3, rb, reader, h_in, None, {"linear_before_reset": lbr})
+    cell = _assemble("GRU", gates, ["x"] * 3, ["h"] * 3, rb, reader, h_in, None, {"linear_before_reset": lbr, **acts})
     cell.h_out[h_new] = "2"
     return cell
 
 
-_RNN_ACTS = {"Tanh": "Tanh", "Relu": "Relu", "Sigmoid": "Sigmoid"}
-
-
 def spelled_rnn(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
-    """h' = act(x W + h R + b)."""
-    a = _act(h_new, *_RNN_ACTS)
+    """h' = f(x W + h R + b)."""
+    a = _act(h_new)
     if a is None:
-        raise NoMatch("h' is not tanh/relu/sigmoid of a linear form")
+        raise NoMatch("h' is not an activation of a linear form")
     reader = _Reader(view_root(x)[0], h_state)
     gate = _gate(reader, a[1], None, {"x", "h"})
     cell = _assemble("RNN", [gate], ["x"], ["h"], None, reader, gate.parts["h"][0], None,
-                     {"activations": [_RNN_ACTS[a[0]]]})
+                     activation_attrs([a[0]], ["Tanh"]))
     cell.h_out[h_new] = "2"
     return cell

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx_ir as ir
+from onnx_ir.passes.common import ShapeInferencePass
 
 from ir2onnx.passes.loop_utils import (
     BROADCASTING_BINARY,
@@ -23,6 +24,16 @@ from ir2onnx.passes.loop_utils import (
 )
 
 Shape = tuple[int, ...]
+
+
+def infer_shapes(model: ir.Model) -> None:
+    """ONNX shape inference over the model, in place, best effort (the model is valid without derived shapes)."""
+    try:
+        # types are not checked: a node whose type its schema lacks still gets its outputs typed, and the
+        # onnxruntime pass then computes it in a type that runs
+        ShapeInferencePass(check_type=False, strict_mode=False)(model)
+    except Exception:  # noqa: BLE001
+        return
 
 
 class StaticShapes:

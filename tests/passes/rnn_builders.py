@@ -52,14 +52,17 @@ def _bias(rng: np.random.Generator, v: Any, n: int) -> Any:
 def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Callable[[Any, Any, Any], list[Any]]:
     H = hidden
 
-    def keras_lstm(x: Any, h: Any, c: Any, *, gate_act: Any = ops.sigmoid, peephole: bool = False,
-                   extra: bool = False) -> list[Any]:
+    def keras_lstm(x: Any, h: Any, c: Any, *, gate_act: Any = None, peephole: bool = False,
+                   extra: bool = False, acts: tuple[Any, Any, Any] = (ops.sigmoid, ops.tanh, ops.tanh)) -> list[Any]:
+        """acts: ONNX's f (the i, f, o gates), g (the cell gate), h (the new cell state); gate_act: f's for the
+        forget gate alone."""
+        act_f, act_g, act_h = acts
         z = _bias(rng, ops.add(_mm(rng, x, inputs, 4 * H), _mm(rng, h, H, 4 * H)), 4 * H)
         i, f, g, o = ops.split(z, 1, 4).outputs()  # Keras gate order i, f, c, o
         if peephole:
             f = ops.add(f, ops.multiply(c, ops.constant(_f32(rng, 1, H))))
-        c_new = ops.add(ops.multiply(gate_act(f), c), ops.multiply(ops.sigmoid(i), ops.tanh(g)))
-        h_new = ops.multiply(ops.sigmoid(o), ops.tanh(c_new))
+        c_new = ops.add(ops.multiply((gate_act or act_f)(f), c), ops.multiply(act_f(i), act_g(g)))
+        h_new = ops.multiply(act_f(o), act_h(c_new))
         if extra:
             c_new = ops.multiply(c_new, ops.constant(np.float32(0.5)))
         return [h_new, c_new]
@@ -71,30 +74,43 @@ def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Ca
         c_new = ops.add(ops.multiply(c, ops.sigmoid(f)), ops.multiply(ops.tanh(g), ops.sigmoid(i)))
         return [ops.multiply(ops.tanh(c_new), ops.sigmoid(o)), c_new]
 
-    def gru(x: Any, h: Any, c: Any, *, reset_after: bool) -> list[Any]:
+    def gru(x: Any, h: Any, c: Any, *, reset_after: bool, acts: tuple[Any, Any] = (ops.sigmoid, ops.tanh)) -> list[Any]:
+        sigmoid, tanh = acts  # ONNX's f (the z, r gates) and g (the new gate)
         xz, xr, xn = ops.split(_bias(rng, _mm(rng, x, inputs, 3 * H), 3 * H), -1, 3).outputs()
         if reset_after:  # Keras reset_after / PyTorch: n = tanh(x Wn + bn + r * (h Rn + rbn)), recurrent part sliced
             hh = _bias(rng, _mm(rng, h, H, 3 * H), 3 * H)
             hz, hr, hn = (ops.slice(hh, np.array([0, k * H]), np.array([2**62, (k + 1) * H]), np.array([1, 1]))
                           for k in range(3))
-            r = ops.sigmoid(ops.add(xr, hr))
-            n = ops.tanh(ops.add(xn, ops.multiply(r, hn)))
+            r = sigmoid(ops.add(xr, hr))
+            n = tanh(ops.add(xn, ops.multiply(r, hn)))
         else:
             hz, hr = ops.split(_mm(rng, h, H, 2 * H), 1, 2).outputs()
-            r = ops.sigmoid(ops.add(xr, hr))
-            n = ops.tanh(ops.add(xn, _mm(rng, ops.multiply(r, h), H, H)))
-        z = ops.sigmoid(ops.add(xz, hz))
+            r = sigmoid(ops.add(xr, hr))
+            n = tanh(ops.add(xn, _mm(rng, ops.multiply(r, h), H, H)))
+        z = sigmoid(ops.add(xz, hz))
         one = ops.constant(np.float32(1))
         return [ops.add(ops.multiply(z, h), ops.multiply(ops.subtract(one, z), n))]
 
-    def rnn(x: Any, h: Any, c: Any) -> list[Any]:
-        return [ops.tanh(_bias(rng, ops.add(_mm(rng, h, H, H), _mm(rng, x, inputs, H)), H))]
+    def rnn(x: Any, h: Any, c: Any, act: Any = ops.tanh) -> list[Any]:
+        return [act(_bias(rng, ops.add(_mm(rng, h, H, H), _mm(rng, x, inputs, H)), H))]
+
+    def elu(v: Any) -> Any:
+        return ops.elu(v, 0.7)
 
     forms: dict[str, Callable[..., list[Any]]] = {
         "keras_lstm": keras_lstm, "torch_lstm": torch_lstm, "spelled_rnn": rnn,
         "gru_after": lambda x, h, c: gru(x, h, c, reset_after=True),
         "gru_before": lambda x, h, c: gru(x, h, c, reset_after=False),
+        # other activations (Keras's recurrent_activation="hard_sigmoid", activation="relu"...)
+        "lstm_hard_sigmoid": lambda x, h, c: keras_lstm(x, h, c, acts=(ops.hsigmoid, ops.tanh, ops.tanh)),
+        "lstm_relu": lambda x, h, c: keras_lstm(x, h, c, acts=(ops.sigmoid, ops.relu, ops.relu)),
+        "lstm_three_acts": lambda x, h, c: keras_lstm(x, h, c, acts=(ops.hsigmoid, elu, ops.softsign)),
+        "gru_hard_sigmoid_relu": lambda x, h, c: gru(x, h, c, reset_after=True, acts=(ops.hsigmoid, ops.relu)),
+        "gru_before_elu": lambda x, h, c: gru(x, h, c, reset_after=False, acts=(ops.sigmoid, elu)),
+        "rnn_elu": lambda x, h, c: rnn(x, h, c, act=elu),
+        "rnn_softplus": lambda x, h, c: rnn(x, h, c, act=ops.softplus),
         "lstm_tanh_gate": lambda x, h, c: keras_lstm(x, h, c, gate_act=ops.tanh),
+        "lstm_mixed_gates": lambda x, h, c: keras_lstm(x, h, c, gate_act=ops.hsigmoid),
         "lstm_peephole": lambda x, h, c: keras_lstm(x, h, c, peephole=True),
         "lstm_extra_state_op": lambda x, h, c: keras_lstm(x, h, c, extra=True),
     }

@@ -144,7 +144,35 @@ def test_spelled_out_cells_with_output_work_fused(tmp_path: Path, kind: str, op:
         assert count_loops(default) == 0 and count_ops(default, op) == 1
 
 
-@pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_peephole", "lstm_extra_state_op"])
+OTHER_ACTIVATIONS = {  # form: (node, its activations, activation_alpha, activation_beta)
+    "lstm_hard_sigmoid": ("LSTM", ["HardSigmoid", "Tanh", "Tanh"], [1 / 6], [0.5]),
+    "lstm_relu": ("LSTM", ["Sigmoid", "Relu", "Relu"], [], []),
+    "lstm_three_acts": ("LSTM", ["HardSigmoid", "Elu", "Softsign"], [1 / 6, 0.7], [0.5]),
+    "gru_hard_sigmoid_relu": ("GRU", ["HardSigmoid", "Relu"], [1 / 6], [0.5]),
+    "gru_before_elu": ("GRU", ["Sigmoid", "Elu"], [0.7], []),  # Elu's alpha is the list's first: one per parameter
+    "rnn_elu": ("RNN", ["Elu"], [0.7], []),
+    "rnn_softplus": ("RNN", ["Softplus"], [], []),
+}
+
+
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("kind", sorted(OTHER_ACTIVATIONS))
+def test_spelled_out_cells_with_other_activations(tmp_path: Path, kind: str, loop: bool) -> None:
+    """Cells whose gates use other activations ONNX's recurrent ops take (Keras's recurrent_activation="hard_sigmoid",
+    activation="relu"...): fused with them as the node's activations, their parameters in activation_alpha/beta."""
+    op, acts, alpha, beta = OTHER_ACTIVATIONS[kind]
+    xml = save_ir(recurrent_loop(kind, loop=loop), tmp_path)
+    fused = assert_equivalent(xml, _inputs(kind), optimize=False)
+    assert_equivalent(xml, _inputs(kind))
+    assert count_loops(fused) == 0 and count_ops(fused, op) == 1, "the loop was not fused"
+    node = next(n for n in fused.graph.node if n.op_type == op)
+    got = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert [a.decode() for a in got["activations"]] == acts
+    np.testing.assert_allclose(got.get("activation_alpha", []), alpha, rtol=1e-6)
+    np.testing.assert_allclose(got.get("activation_beta", []), beta, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_mixed_gates", "lstm_peephole", "lstm_extra_state_op"])
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
@@ -216,13 +244,16 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
 # Framework fixtures (scripts/make_tf_fixtures.py): the number of fused nodes each becomes
 FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
-             "tf_bidirectional_gru_last": 2}
+             "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
+             "tf_rnn_lstm_cell": 1}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK))
 def test_tensorflow_frontend_fixtures(name: str) -> None:
-    """Keras layers with return_sequences on and off (a one-row TensorList keeps the last output), go_backwards and
-    Bidirectional (ReverseSequence around a forward loop): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    """Keras layers with return_sequences on and off (a one-row TensorList keeps the last output), go_backwards,
+    Bidirectional (ReverseSequence around a forward loop), two layers one after the other (the second reads the
+    first's fused output), other activations, an RNN layer over an LSTMCell: fused, equal to OpenVINO and to
+    TensorFlow's outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
