@@ -185,10 +185,23 @@ class _Reader:
                 raise NoMatch("a MatMul with non-constant or non-matrix weights")
             if _rank(a) != 2:
                 raise NoMatch("a MatMul operand that is not [batch, features]")
+            cat = producer(a, "Concat")
+            if cat is not None and int(attr(cat, "axis", 0)) in (-1, 1):  # type: ignore[arg-type]
+                return self._concat_matmul(cat, m)
             return Linear({self.classify(a): (a, m)}, np.zeros(1, m.dtype))
         if n.op_type == "Add":
             return self.linear(n.inputs[0]) + self.linear(n.inputs[1])
-        src = self.linear(n.inputs[0])
+        return self.columns(n, v, self.linear(n.inputs[0]))
+
+    def pre(self, p: Pre) -> Linear:
+        """The linear form of a pre-activation (of a gate sliced after its activation: that slice of it)."""
+        if isinstance(p, tuple):
+            src, n, v = p
+            return self.columns(n, v, self.linear(src))
+        return self.linear(p)
+
+    def columns(self, n: ir.Node, v: ir.Value, src: Linear) -> Linear:
+        """The columns of `src` that `v`, an output of the Split/Slice `n` of it, holds."""
         width = src.width
         if width is None:
             raise NoMatch("splitting a bias alone")
@@ -225,6 +238,21 @@ class _Reader:
         return src.columns(s, e)
 
 
+    def _concat_matmul(self, cat: ir.Node, m: np.ndarray) -> Linear:
+        """[a1, a2, ...] @ W (TensorFlow 1's cells multiply [x, h] by one matrix) = a1 @ W[rows 1] + a2 @ W[rows 2]..."""
+        self.nodes.append(cat)
+        total, row = Linear({}, np.zeros(1, m.dtype)), 0
+        for part in cat.inputs:
+            shape = shape_of(part)
+            if part is None or shape is None or len(shape) != 2 or not isinstance(shape[1], int):
+                raise NoMatch("a concatenated MatMul operand of unknown width")
+            total = total + Linear({self.classify(part): (part, m[row:row + shape[1]])}, np.zeros(1, m.dtype))
+            row += shape[1]
+        if row != m.shape[0]:
+            raise NoMatch("a concatenated MatMul operand wider than the weights")
+        return total
+
+
 # The activations an ONNX LSTM/GRU/RNN applies, with their parameters' attribute names and ONNX defaults, in the
 # order the node's activation_alpha / activation_beta lists take them (onnxruntime reads one entry per parameter).
 _ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
@@ -233,12 +261,22 @@ _ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
     "ThresholdedRelu": (("alpha", 1.0),),
 }
 Act = tuple[str, tuple[float, ...]]  # an activation op and its (alpha[, beta])
+# a pre-activation: a value, or (a value, the Split/Slice node, its output) when the gate is a slice taken after the
+# activation (TensorFlow 1's GRUCell: r, u = split(sigmoid(.))), the same as activating the slice
+Pre = ir.Value | tuple[ir.Value, ir.Node, ir.Value]
 
 
-def _act(v: ir.Value | None) -> tuple[Act, ir.Value] | None:
-    """(the activation, its input) when `v` is the output of an activation ONNX's recurrent ops can apply."""
+def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
+    """(the activation, its input) when `v` is the output of an activation ONNX's recurrent ops can apply, or a
+    slice of the gate columns of one."""
     n = producer(v, *_ACTIVATIONS)
-    if n is None or n.inputs[0] is None:
+    if n is None:
+        sl = producer(v, "Split", "Slice")
+        inner = _act(sl.inputs[0]) if sl is not None else None
+        if sl is None or inner is None or isinstance(inner[1], tuple):
+            return None
+        return inner[0], (inner[1], sl, v)  # type: ignore[return-value]
+    if n.inputs[0] is None:
         return None
     params = tuple(float(attr(n, name, default)) for name, default in _ACTIVATIONS[n.op_type])  # type: ignore[arg-type]
     return (n.op_type, params), n.inputs[0]
@@ -258,8 +296,8 @@ def activation_attrs(acts: list[Act], defaults: list[str]) -> dict[str, object]:
     return attrs
 
 
-def _gate(reader: _Reader, pre: ir.Value, hidden: int | None, keys: set[str]) -> Linear:
-    lin = reader.linear(pre)
+def _gate(reader: _Reader, pre: Pre, hidden: int | None, keys: set[str]) -> Linear:
+    lin = reader.pre(pre)
     if set(lin.parts) != keys:
         raise NoMatch(f"a gate reads {sorted(lin.parts)}, expected {sorted(keys)}")
     if hidden is not None and lin.width != hidden:

@@ -94,11 +94,28 @@ def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Ca
     def rnn(x: Any, h: Any, c: Any, act: Any = ops.tanh) -> list[Any]:
         return [act(_bias(rng, ops.add(_mm(rng, h, H, H), _mm(rng, x, inputs, H)), H))]
 
+    def tf1_lstm(x: Any, h: Any, c: Any) -> list[Any]:
+        # TensorFlow 1's LSTMCell: [x, h] @ W + b, gates i, j, f, o, forget_bias added to f
+        z = _bias(rng, _mm(rng, ops.concat([x, h], 1), inputs + H, 4 * H), 4 * H)
+        i, j, f, o = ops.split(z, 1, 4).outputs()
+        f = ops.add(f, ops.constant(np.float32(1.0)))
+        c_new = ops.add(ops.multiply(c, ops.sigmoid(f)), ops.multiply(ops.sigmoid(i), ops.tanh(j)))
+        return [ops.multiply(ops.tanh(c_new), ops.sigmoid(o)), c_new]
+
+    def tf1_gru(x: Any, h: Any, c: Any) -> list[Any]:
+        # TensorFlow 1's GRUCell: r, u = sigmoid([x, h] @ Wg + bg), n = tanh([x, r * h] @ Wc + bc)
+        r, u = ops.split(ops.sigmoid(_bias(rng, _mm(rng, ops.concat([x, h], 1), inputs + H, 2 * H), 2 * H)), 1,
+                         2).outputs()
+        n = ops.tanh(_bias(rng, _mm(rng, ops.concat([x, ops.multiply(r, h)], 1), inputs + H, H), H))
+        one = ops.constant(np.float32(1))
+        return [ops.add(ops.multiply(u, h), ops.multiply(ops.subtract(one, u), n))]
+
     def elu(v: Any) -> Any:
         return ops.elu(v, 0.7)
 
     forms: dict[str, Callable[..., list[Any]]] = {
-        "keras_lstm": keras_lstm, "torch_lstm": torch_lstm, "spelled_rnn": rnn,
+        "keras_lstm": keras_lstm, "torch_lstm": torch_lstm, "spelled_rnn": rnn, "tf1_lstm": tf1_lstm,
+        "tf1_gru": tf1_gru,
         "gru_after": lambda x, h, c: gru(x, h, c, reset_after=True),
         "gru_before": lambda x, h, c: gru(x, h, c, reset_after=False),
         # other activations (Keras's recurrent_activation="hard_sigmoid", activation="relu"...)

@@ -121,7 +121,7 @@ def test_long_sequence_and_wide_cell(tmp_path: Path) -> None:
 
 
 SPELLED = [("keras_lstm", "LSTM"), ("torch_lstm", "LSTM"), ("gru_after", "GRU"), ("gru_before", "GRU"),
-           ("spelled_rnn", "RNN")]
+           ("spelled_rnn", "RNN"), ("tf1_lstm", "LSTM"), ("tf1_gru", "GRU")]
 
 
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
