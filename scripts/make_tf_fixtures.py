@@ -118,10 +118,15 @@ def _flat(out: object) -> list[np.ndarray]:
     return [np.asarray(t) for t in tf.nest.flatten(out)]
 
 
-def _rnn(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]]) -> Callable[[], Built]:
+def _rnn(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
+         masked: bool = False) -> Callable[[], Built]:
+    """`masked`: some steps of x are all zeros (the last two of row 0, one inside row 1), for a Masking layer."""
     def build() -> Built:
         model = _keras(layer_fn)
         x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+        if masked:
+            x[0, -2:] = 0
+            x[1, 2] = 0
         return ov.convert_model(model), [x], _flat(model(x))
     return build
 
@@ -141,6 +146,7 @@ CASES.update({
                                                         recurrent_activation="hard_sigmoid")),
     "gru_relu": _rnn(lambda: keras.layers.GRU(H, return_sequences=True, activation="relu")),
     "rnn_lstm_cell": _rnn(lambda: keras.layers.RNN(keras.layers.LSTMCell(H), return_sequences=True)),
+    "lstm_masking": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)], masked=True),
 })
 
 

@@ -23,6 +23,7 @@ from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
+from ir2onnx.passes.tensor_lists import TensorListOutputsPass
 
 DEFAULT_PASSES = (
     DropFullSequenceLensPass,  # sequence_lens that mean every step (PyTorch frontend) dropped, for the passes below
@@ -31,6 +32,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    TensorListOutputsPass,  # a carried buffer written one row per iteration returned as a scan output
     SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input

@@ -15,6 +15,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of
+from ir2onnx.passes.static_shapes import StaticShapes
 
 
 @dataclass
@@ -289,7 +290,18 @@ def _sequence_read(x: ir.Value, index: _Index) -> tuple[ir.Value, int, bool, boo
     raise NoMatch("the per-step read does not walk the sequence from one end")
 
 
-def analyse_loop(node: ir.Node) -> LoopView:
+@dataclass
+class LoopIterations:
+    """A Loop's carried values, its body's index arithmetic, and how many iterations it runs (None: unbounded)."""
+
+    states: list[State]
+    index: _Index
+    bound: Lin | None
+
+
+def loop_iterations(node: ir.Node) -> LoopIterations:
+    """The number of iterations a Loop runs, from its trip count and a `counter < limit` condition (NoMatch when
+    neither bounds it provably)."""
     body = _body(node)
     trip, cond0 = node.inputs[0], node.inputs[1] if len(node.inputs) > 1 else None
     inits = list(node.inputs[2:])
@@ -312,6 +324,13 @@ def analyse_loop(node: ir.Node) -> LoopView:
         if m.k:
             raise NoMatch("trip count depends on the iteration")
         bound = _min(bound, m)
+    return LoopIterations(states, index, bound)
+
+
+def analyse_loop(node: ir.Node) -> LoopView:
+    body = _body(node)
+    it = loop_iterations(node)
+    states, index, bound, counters = it.states, it.index, it.bound, it.index.counters
     # the per-step read: a Gather/Slice of an outer tensor at the iteration
     reads = [n for n in body if n.op_type in ("Gather", "Slice") and n.inputs[0] is not None
              and n.inputs[0].graph is not body]
@@ -340,7 +359,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
     for s in states:
         if s.body_in in counters:
             view.counters.append((s, counters[s.body_in]))
-        elif (buf := _buffer_row(s, index, size)) is not None:
+        elif (buf := buffer_row(s, index, size)) is not None:
             view.buffers.append(Buffer(s, *buf))
         else:
             view.states.append(s)
@@ -350,7 +369,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
     return view
 
 
-def _buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bool] | None:
+def buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bool] | None:
     """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
     by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
     sc = producer(s.body_out, "ScatterND")
@@ -360,7 +379,7 @@ def _buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, b
     ex = producer(data, "Expand")
     if ex is not None:
         data = ex.inputs[0]  # broadcasting cannot change a static first dim; the rows written fix the others
-    if data is not s.body_in or shape_of(idx) != (1, 1):
+    if data is not s.body_in or (shape_of(idx) or StaticShapes()(idx)) != (1, 1):
         return None
     try:
         at = index.lin(idx)
@@ -372,7 +391,8 @@ def _buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, b
         return None
     row = unsq.inputs[0]
     init_shape, row_shape = shape_of(s.init), shape_of(row)
-    if row is None or row_shape is None or init_shape is None or len(init_shape) != len(row_shape) + 1:
+    # ScatterND's updates are [1] + the buffer's row shape: the row has the buffer's rank - 1 when the model is valid
+    if row is None or init_shape is None or (row_shape is not None and len(init_shape) != len(row_shape) + 1):
         return None
     if at == Lin(k=1) and init_shape[0] == steps:
         return row, False
