@@ -136,8 +136,11 @@ def _keras_cell(kind: str, rng: np.random.Generator, x: Any, h: Any, c: Any, inp
     return [ops.add(ops.multiply(z, h), ops.multiply(ops.subtract(ops.constant(np.ones((1, 1), np.float32)), z), n))]
 
 
-def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidden: int, seed: int) -> Any:
-    """The frontend's Loop: counters, `counter + 1 < steps`, Gather at the counter, ScatterUpdate into a buffer."""
+def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidden: int, seed: int,
+                mask_tm: Any = None) -> Any:
+    """The frontend's Loop: counters, `counter + 1 < steps`, Gather at the counter, ScatterUpdate into a buffer.
+    `mask_tm` ([steps, batch, 1] booleans, behind a Masking layer): a masked step keeps the states and repeats the
+    last output (Select), the last output carried."""
     rng = np.random.default_rng(seed)
     i32 = np.int32
     counter, t = ops.parameter([], i32), ops.parameter([], i32)
@@ -150,19 +153,30 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
         bc = ops.parameter([-1, hidden], np.float32)
         body_params.append(bc)
     body_params += [buf, t, counter]
+    if mask_tm is not None:
+        bm, prev = ops.parameter([steps, -1, 1], bool), ops.parameter([-1, hidden], np.float32)
+        body_params += [bm, prev]
     one = ops.constant(i32(1))
     counter_next, t_next = ops.add(counter, one), ops.add(t, one)
     cond = ops.logical_and(ops.less(counter_next, ops.constant(i32(steps))), ops.less(t_next, ops.constant(i32(steps))))
     x = ops.gather(xs, t, ops.constant(np.array([0], i32)))
     new = _keras_cell(kind, rng, x, bh, bc, inputs, hidden)
+    out = new[0]
+    if mask_tm is not None:
+        m = ops.gather(bm, t, ops.constant(np.array([0], i32)))
+        out = ops.select(m, new[0], prev)
+        new = [ops.select(m, new[0], bh), *([ops.select(m, new[1], bc)] if kind == "lstm" else [])]
     zero1 = ops.constant(np.array([0], np.int64))
     shape = ops.concat([ops.slice(ops.shape_of(buf, "i32"), zero1, ops.constant(np.array([1], np.int64)),
-                                  ops.constant(np.array([1], np.int64)), zero1), ops.shape_of(new[0], "i32")], 0)
+                                  ops.constant(np.array([1], np.int64)), zero1), ops.shape_of(out, "i32")], 0)
     written = ops.scatter_update(ops.broadcast(buf, shape), ops.reshape(t, ops.constant(np.array([-1], np.int64)), False),
-                                 ops.unsqueeze(new[0], zero1), zero1)
+                                 ops.unsqueeze(out, zero1), zero1)
     r_cond, r_buf, r_h = ops.result(cond), ops.result(written), ops.result(new[0])
-    results = [r_cond, r_h] + ([ops.result(new[1])] if kind == "lstm" else []) + \
-        [r_buf, ops.result(t_next), ops.result(counter_next)]
+    r_t, r_counter = ops.result(t_next), ops.result(counter_next)
+    results = [r_cond, r_h] + ([ops.result(new[1])] if kind == "lstm" else []) + [r_buf, r_t, r_counter]
+    if mask_tm is not None:
+        r_prev = ops.result(out)
+        results.append(r_prev)
     loop = ops.loop(ops.constant(i32(-1)), ops.constant(True))
     loop.set_function(ov.Model(results, body_params))
     loop.set_special_body_ports([-1, 0])
@@ -171,19 +185,30 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
     if kind == "lstm":
         loop.set_merged_input(bc, zeros.output(0), results[2].output(0))  # type: ignore[arg-type]
     loop.set_merged_input(buf, ops.constant(np.zeros((steps, 1, 1), np.float32)).output(0), r_buf.output(0))
-    loop.set_merged_input(t, ops.constant(i32(0)).output(0), results[-2].output(0))
-    loop.set_merged_input(counter, ops.constant(i32(0)).output(0), results[-1].output(0))
+    loop.set_merged_input(t, ops.constant(i32(0)).output(0), r_t.output(0))
+    loop.set_merged_input(counter, ops.constant(i32(0)).output(0), r_counter.output(0))
+    if mask_tm is not None:
+        loop.set_invariant_input(bm, mask_tm.output(0))
+        loop.set_merged_input(prev, zeros.output(0), r_prev.output(0))
     return loop.get_iter_value(r_buf.output(0), -1)
 
 
 def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
-    """Keras LSTM / GRU / bidirectional LSTM (return_sequences) as the TensorFlow frontend converts them."""
+    """Keras LSTM / GRU / bidirectional LSTM / two LSTM layers / LSTM behind a Masking layer (return_sequences) as
+    the TensorFlow frontend converts them."""
     X = ops.parameter([-1, steps, inputs], np.float32, name="input_layer")
     batch = ops.gather(ops.shape_of(X, "i32"), ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
     zeros = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([hidden], np.int32))], 0))
     perm = ops.constant(np.array([1, 0, 2], np.int64))
     cell = "gru" if kind == "gru" else "lstm"
+    if kind == "masking":  # a step whose features are all zero is masked
+        keep = ops.reduce_logical_or(ops.not_equal(X, ops.constant(np.float32(0))), ops.constant(np.int64(-1)), True)
+        x_tm = ops.transpose(ops.select(keep, X, ops.constant(np.float32(0))), perm)
+        y = _keras_loop(cell, x_tm, zeros, steps, inputs, hidden, 0, mask_tm=ops.transpose(keep, perm))
+        return ov.Model([ops.transpose(y, perm)], [X])
     y = _keras_loop(cell, ops.transpose(X, perm), zeros, steps, inputs, hidden, 0)
+    if kind == "lstm2":  # a second layer reads the first's output sequence
+        y = _keras_loop(cell, y.get_node(), zeros, steps, hidden, hidden, 2)
     if kind == "bilstm":  # the backward layer reads the reversed sequence and its output is reversed back
         lens = ops.broadcast(ops.constant(np.int32(steps)), batch)
         x_rev = ops.reverse_sequence(X, lens, 0, 1)
@@ -240,7 +265,7 @@ def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
 def check_keras_form() -> None:
     """The rebuilt Keras loops have the same body ops as the TensorFlow frontend's (tests/fixtures/rnn_keras_*)."""
     core = ov.Core()
-    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru")):
+    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru"), ("masking", "tf_lstm_masking")):
         path = FIXTURES / fixture / "model.xml"
         if not path.exists():
             continue
@@ -403,7 +428,8 @@ def main() -> None:
         for batch in (1, 16):
             cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),
                           lambda b=batch: [f32(b, 100, 512), f32(b, 256)]))
-    for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM")):
+    for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM"), ("lstm2", "2 LSTM layers"),
+                        ("masking", "Masking + LSTM")):
         for batch in (1, 16):
             cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
                           lambda b=batch: [f32(b, 100, 128)]))

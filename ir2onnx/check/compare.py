@@ -20,14 +20,15 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
     a = got.astype(np.float64)
     r = ref.astype(np.float64)
     both_nan = np.isnan(a) & np.isnan(r)
-    diff = np.where(both_nan, 0.0, np.abs(a - r))
-    diff = np.where(np.isinf(a) & (a == r), 0.0, diff)
-    max_abs = float(np.max(diff))
-    rel = diff / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
-    max_rel = float(np.max(np.where(diff == 0, 0.0, rel)))
-    if exact:
-        ok = max_abs == 0.0
-    else:
-        ok = bool(np.all((diff <= atol + rtol * np.abs(r)) | both_nan | (diff == 0)))
+    with np.errstate(invalid="ignore"):  # inf - inf and 0 * inf: equal infinities are set to 0 below
+        diff = np.where(both_nan, 0.0, np.abs(a - r))
+        diff = np.where(np.isinf(a) & (a == r), 0.0, diff)
+        max_abs = float(np.max(diff))
+        rel = diff / np.maximum(np.abs(r), np.finfo(np.float64).tiny)
+        max_rel = float(np.max(np.where(diff == 0, 0.0, rel)))
+        if exact:
+            ok = max_abs == 0.0
+        else:
+            ok = bool(np.all((diff <= atol + rtol * np.abs(r)) | both_nan | (diff == 0)))
     return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), max_abs, max_rel, ok,
                             "" if ok else ("values differ" if not exact else "integer values differ"))
