@@ -27,7 +27,7 @@ B, T, I, H = 2, 6, 4, 8
 
 
 def _keras(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
-           shape: tuple[int, ...] = (T, I)) -> keras.Model:
+           shape: tuple[int | None, ...] = (T, I)) -> keras.Model:
     """A Keras model running the layer (or the layers, one after another) on x."""
     inp = keras.Input(shape, batch_size=B, name="x")
     layers = layer_fn()
@@ -119,10 +119,11 @@ def _flat(out: object) -> list[np.ndarray]:
 
 
 def _rnn(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
-         masked: bool = False) -> Callable[[], Built]:
-    """`masked`: some steps of x are all zeros (the last two of row 0, one inside row 1), for a Masking layer."""
+         masked: bool = False, shape: tuple[int | None, ...] = (T, I)) -> Callable[[], Built]:
+    """`masked`: some steps of x are all zeros (the last two of row 0, one inside row 1), for a Masking layer;
+    `shape`: the model's input shape (None: a run-time length)."""
     def build() -> Built:
-        model = _keras(layer_fn)
+        model = _keras(layer_fn, shape)
         x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
         if masked:
             x[0, -2:] = 0
@@ -146,6 +147,7 @@ CASES.update({
                                                         recurrent_activation="hard_sigmoid")),
     "gru_relu": _rnn(lambda: keras.layers.GRU(H, return_sequences=True, activation="relu")),
     "rnn_lstm_cell": _rnn(lambda: keras.layers.RNN(keras.layers.LSTMCell(H), return_sequences=True)),
+    "lstm_run_time_length": _rnn(lambda: keras.layers.LSTM(H, return_sequences=True), shape=(None, I)),
     "lstm_masking": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)], masked=True),
 })
 

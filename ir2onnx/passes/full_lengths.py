@@ -99,6 +99,11 @@ def _shape_element(v: ir.Value, index: int) -> Dim | None:
 
 
 def _root(dim: Dim) -> tuple[int, int]:
+    v, axis = dim_root(dim)
+    return id(v), axis
+
+
+def dim_root(dim: Dim) -> Dim:
     """Follow (value, axis) back through ops that keep the size of that axis (moving it for Transpose, Squeeze,
     Unsqueeze, and from a recurrent node's outputs to its input) to its origin."""
     v, axis = dim
@@ -108,7 +113,7 @@ def _root(dim: Dim) -> tuple[int, int]:
         if moved is None:
             break
         v, axis = node.inputs[0], moved
-    return id(v), axis
+    return v, axis
 
 
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:

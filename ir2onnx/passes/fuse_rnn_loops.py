@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.passes.full_lengths import dim_root
 from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of
+from ir2onnx.passes.loop_utils import const_ints
 from ir2onnx.passes.static_shapes import StaticShapes
 
 
@@ -176,7 +178,7 @@ class _Index:
                 if not x.k and x.const >= 0 and x.dim >= 0:  # a dimension: never negative
                     return x
             raise NoMatch("index chosen by Where")
-        if op == "Gather" and v.graph is not self.body and (sh := producer(n.inputs[0], "Shape")) is not None \
+        if op == "Gather" and v.graph is not self.body and (sh := _shape_op(n.inputs[0])) is not None \
                 and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None and (i := int_scalar(n.inputs[1])) is not None:  # type: ignore[arg-type]
             return self._dim(sh.inputs[0], i)
         if op == "Shape" and v.graph is not self.body:
@@ -194,7 +196,15 @@ class _Index:
             raise NoMatch("a dimension of unknown rank")
         axis %= len(shape)
         d = shape[axis]
-        return Lin(const=d) if d is not None else Lin(dim=1, dim_of=(src, axis))
+        return Lin(const=d) if d is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
+
+
+def _shape_op(v: ir.Value | None) -> ir.Node | None:
+    """The Shape node `v` is the output of, through Casts to integer types."""
+    n = producer(v, "Shape", "Cast")
+    while n is not None and n.op_type == "Cast" and ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+        n = producer(n.inputs[0], "Shape", "Cast")
+    return n if n is not None and n.op_type == "Shape" else None
 
 
 def _counter(state: State, body: ir.Graph) -> int | None:
@@ -284,7 +294,7 @@ def _sequence_read(x: ir.Value, index: _Index) -> tuple[ir.Value, int, bool, boo
     size = src_shape[axis]
     if at == Lin(k=1):
         return src, axis, False, keeps
-    dim = Lin(const=size) if size is not None else Lin(dim=1, dim_of=(src, axis))
+    dim = Lin(const=size) if size is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
     if at == dim + Lin(k=-1, const=-1):
         return src, axis, True, keeps
     raise NoMatch("the per-step read does not walk the sequence from one end")
@@ -297,6 +307,18 @@ class LoopIterations:
     states: list[State]
     index: _Index
     bound: Lin | None
+    guards: list[Lin]  # the loop starts only if each is > 0 (a computed initial condition: counter < limit terms)
+
+
+def starts_when_nonempty(guard: Lin, length: Lin) -> bool:
+    """Whether `guard` > 0 whenever the sequence `length` is at least 1 (the loop's computed initial condition then
+    lets it start): a positive constant, or length + c with c >= 0."""
+    if guard.k:
+        return False
+    if not guard.dim:
+        return guard.const > 0
+    return guard.dim == 1 and length.dim == 1 and length.k == 0 and guard.dim_of == length.dim_of \
+        and guard.const >= 0
 
 
 def loop_iterations(node: ir.Node) -> LoopIterations:
@@ -312,19 +334,41 @@ def loop_iterations(node: ir.Node) -> LoopIterations:
               for i, v in enumerate(inits)]
     if any(s.init is None for s in states):
         raise NoMatch("a carried value has no initial value")
-    if cond0 is not None:
-        c = const_array(cond0)
-        if c is None or c.size != 1 or not bool(c.reshape(-1)[0]):
-            raise NoMatch("the initial condition is not constant true")
     counters = {s.body_in: start for s in states if (start := _counter(s, body)) is not None}
     index = _Index(iteration, counters, body)
+    guards: list[Lin] = []
+    if cond0 is not None:
+        c = const_array(cond0)
+        if c is None:
+            guards = _guards(cond0, index)
+        elif c.size != 1 or not bool(c.reshape(-1)[0]):
+            raise NoMatch("the initial condition is not constant true")
     bound = _bound(body.outputs[0], body, index, cond_in)
     if trip is not None:
         m = index.lin(trip)
         if m.k:
             raise NoMatch("trip count depends on the iteration")
         bound = _min(bound, m)
-    return LoopIterations(states, index, bound)
+    return LoopIterations(states, index, bound, guards)
+
+
+def _guards(cond: ir.Value, index: _Index) -> list[Lin]:
+    """A computed initial condition as terms that must all be > 0: a conjunction of `a < b` over loop-invariant
+    integers (TensorFlow's `0 < steps and 0 < maximum_iterations` of a run-time length), each as b - a."""
+    n = producer(cond)
+    if n is None:
+        raise NoMatch("the initial condition is not constant true")
+    if n.op_type in ("Identity", "Reshape", "Squeeze", "Unsqueeze"):
+        return _guards(n.inputs[0], index)  # type: ignore[arg-type]
+    if n.op_type == "And":
+        return _guards(n.inputs[0], index) + _guards(n.inputs[1], index)  # type: ignore[arg-type]
+    if n.op_type in ("Less", "Greater"):
+        lhs, rhs = (n.inputs[0], n.inputs[1]) if n.op_type == "Less" else (n.inputs[1], n.inputs[0])
+        d = index.lin(rhs) + index.lin(lhs).scale(-1)
+        if d.k:
+            raise NoMatch("the initial condition depends on the iteration")
+        return [d]
+    raise NoMatch(f"the initial condition is computed by {n.op_type}")
 
 
 def analyse_loop(node: ir.Node) -> LoopView:
@@ -346,9 +390,11 @@ def analyse_loop(node: ir.Node) -> LoopView:
     src_shape = shape_of(src)
     assert src_shape is not None
     size = src_shape[axis]
-    length = Lin(const=size) if size is not None else Lin(dim=1, dim_of=(src, axis))
+    length = Lin(const=size) if size is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
     if bound is None or bound != length:
         raise NoMatch("cannot prove the loop runs once per element of the sequence")
+    if not all(starts_when_nonempty(g, length) for g in it.guards):
+        raise NoMatch("the initial condition may stop a non-empty sequence")
     rank = len(src_shape)
 
     def stack_x(em: Emitter) -> ir.Value:
@@ -359,7 +405,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
     for s in states:
         if s.body_in in counters:
             view.counters.append((s, counters[s.body_in]))
-        elif (buf := buffer_row(s, index, size)) is not None:
+        elif (buf := buffer_row(s, index, length)) is not None:
             view.buffers.append(Buffer(s, *buf))
         else:
             view.states.append(s)
@@ -369,16 +415,20 @@ def analyse_loop(node: ir.Node) -> LoopView:
     return view
 
 
-def buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bool] | None:
+def buffer_row(s: State, index: _Index, steps: Lin) -> tuple[ir.Value, bool] | None:
     """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
     by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
     sc = producer(s.body_out, "ScatterND")
-    if sc is None or attr(sc, "reduction", "none") != "none" or steps is None:
+    if sc is None or attr(sc, "reduction", "none") != "none":
         return None
     data, idx, upd = sc.inputs
+    idx, upd = _unclipped(idx, data), _unclipped(upd, data)
     ex = producer(data, "Expand")
-    if ex is not None:
-        data = ex.inputs[0]  # broadcasting cannot change a static first dim; the rows written fix the others
+    if ex is not None:  # broadcast to [its own first dim, the row's shape] (TensorFlow's placeholder [n, 1, 1])
+        data = ex.inputs[0]
+        first = _element0(ex.inputs[1], index)
+        if first != ("dim0", data) and not (isinstance(first, Lin) and first == _dim0(s.init, index)):
+            return None
     if data is not s.body_in or (shape_of(idx) or StaticShapes()(idx)) != (1, 1):
         return None
     try:
@@ -394,8 +444,109 @@ def buffer_row(s: State, index: _Index, steps: int | None) -> tuple[ir.Value, bo
     # ScatterND's updates are [1] + the buffer's row shape: the row has the buffer's rank - 1 when the model is valid
     if row is None or init_shape is None or (row_shape is not None and len(init_shape) != len(row_shape) + 1):
         return None
-    if at == Lin(k=1) and init_shape[0] == steps:
+    if at == Lin(k=1) and _dim0(s.init, index) == steps:
         return row, False
     if at == Lin(const=0) and init_shape[0] == 1:
         return row, True
     return None
+
+
+def _unclipped(v: ir.Value | None, data: ir.Value | None) -> ir.Value | None:
+    """The TensorFlow frontend's TensorListSetItem on run-time shapes clips the write's indices and updates to
+    min(1, rows of the buffer) rows: Slice(w, [0], Size(index) * Min(Shape(buffer)[0:1], [1]), [0]), the updates
+    reshaped to [-1, the buffer's row shape] first. With a one-element index and a non-empty buffer (a loop writing
+    row k has k < rows) the Slice keeps w whole: w (for the updates, the Unsqueeze(row, 0) before the Reshape, when
+    the buffer's rows are the row's shape). Anything else: `v` unchanged."""
+    sl = producer(v, "Slice")
+    if sl is None or len(sl.inputs) < 4 or const_ints(sl.inputs[1]) != [0] or const_ints(sl.inputs[3]) != [0] \
+            or (len(sl.inputs) > 4 and sl.inputs[4] is not None and const_ints(sl.inputs[4]) != [1]) \
+            or not _one_row(sl.inputs[2], data):
+        return v
+    w = sl.inputs[0]
+    rs = producer(w, "Reshape")
+    unsq = producer(rs.inputs[0], "Unsqueeze") if rs is not None else None
+    if rs is None or unsq is None:
+        return w  # the indices, [[k]]
+    return rs.inputs[0] if _row_shaped(rs, unsq.inputs[0], data) else v
+
+
+def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
+    """end = Size(a one-element tensor) * Min(Shape(data)[0:1], [1]): 1 for a non-empty `data`."""
+    mul = producer(end, "Mul")
+    if mul is None:
+        return False
+    size, low = producer(_through(mul.inputs[0], "Reshape"), "Size"), producer(mul.inputs[1], "Min")
+    single = StaticShapes()(size.inputs[0]) if size is not None else None
+    rows = producer(low.inputs[0], "Shape") if low is not None else None
+    return single is not None and int(np.prod(single)) == 1 and rows is not None and rows.inputs[0] is data \
+        and int(attr(rows, "start", 0)) == 0 and attr(rows, "end") == 1 and const_ints(low.inputs[1]) == [1]  # type: ignore[union-attr, arg-type]
+
+
+def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> bool:
+    """rs reshapes to Concat([-1], Shape(data)[1:]) and data is Expand(buffer, Concat(.., Shape(row))): the rows of
+    data have the row's shape, and the Reshape of Unsqueeze(row, 0) changes nothing."""
+    cat = producer(rs.inputs[1], "Concat")
+    tail = producer(cat.inputs[-1], "Shape") if cat is not None and len(cat.inputs) == 2 else None
+    ex = producer(data, "Expand")
+    ex_cat = producer(_through(ex.inputs[1], "Reshape", "Cast"), "Concat") if ex is not None else None
+    row_shape = producer(_through(ex_cat.inputs[-1], "Cast"), "Shape") if ex_cat is not None else None
+    return cat is not None and const_ints(cat.inputs[0]) == [-1] and tail is not None and tail.inputs[0] is data \
+        and int(attr(tail, "start", 0)) == 1 and attr(tail, "end") is None and row_shape is not None \
+        and row_shape.inputs[0] is row and int(attr(row_shape, "start", 0)) == 0 and attr(row_shape, "end") is None  # type: ignore[arg-type]
+
+
+def _through(v: ir.Value | None, *ops: str) -> ir.Value | None:
+    """v, or what it is computed from through a chain of `ops` (Casts, Reshapes of shape vectors)."""
+    while (n := producer(v, *ops)) is not None:
+        v = n.inputs[0]
+    return v
+
+
+def _dim0(v: ir.Value, index: _Index) -> Lin | None:
+    """The first dim of an outer value: static, or that of an Expand (Broadcast) of a one-row tensor to a shape whose
+    first element is a run-time dim (TensorFlow's TensorList placeholder for a run-time length)."""
+    shape = shape_of(v)
+    if shape and isinstance(shape[0], int):
+        return Lin(const=shape[0])
+    ex = producer(v, "Expand")
+    data_shape = shape_of(ex.inputs[0]) if ex is not None else None
+    if ex is None or data_shape is None or (len(data_shape) > 0 and data_shape[0] != 1) \
+            or StaticShapes()(ex.inputs[1]) is None:
+        return None
+    (n,) = StaticShapes()(ex.inputs[1])  # type: ignore[misc]
+    if len(data_shape) > n:
+        return None
+    first = _element0(ex.inputs[1], index)
+    return first if isinstance(first, Lin) else None
+
+
+def _element0(v: ir.Value | None, index: _Index) -> Lin | tuple[str, ir.Value] | None:
+    """Element 0 of an integer vector: a Lin (a constant, a run-time dim, the iteration), or ("dim0", x) when it is
+    the first dim of x (a Shape or Slice of a Shape), else None."""
+    c = const_array(v)
+    if c is not None:
+        return Lin(const=int(c.reshape(-1)[0])) if c.size else None
+    n = producer(v)
+    if n is None:
+        return None
+    if n.op_type == "Cast" and ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+        return _element0(n.inputs[0], index)
+    if n.op_type == "Concat" and n.inputs:  # what element 0 is found in is not empty
+        return _element0(n.inputs[0], index)
+    if n.op_type == "Shape" and int(attr(n, "start", 0)) == 0:  # type: ignore[arg-type]
+        return ("dim0", n.inputs[0])  # type: ignore[return-value]
+    if n.op_type == "Slice" and _shape_op(n.inputs[0]) is not None and const_array(n.inputs[1]) is not None \
+            and [int(a) for a in const_array(n.inputs[1]).reshape(-1)] == [0] \
+            and (len(n.inputs) < 4 or n.inputs[3] is None or list(const_array(n.inputs[3]).reshape(-1)) == [0]):  # type: ignore[union-attr]
+        shape_node = _shape_op(n.inputs[0])
+        return ("dim0", shape_node.inputs[0]) if int(attr(shape_node, "start", 0)) == 0 else None  # type: ignore[union-attr, arg-type]
+    if n.op_type == "Gather" and int(attr(n, "axis", 0)) == 0 and (sh := _shape_op(n.inputs[0])) is not None \
+            and int(attr(sh, "start", 0)) == 0 and (i := const_array(n.inputs[1])) is not None \
+            and i.size and int(i.reshape(-1)[0]) == 0:  # type: ignore[arg-type]
+        return ("dim0", sh.inputs[0])  # type: ignore[return-value]
+    if n.op_type in ("Reshape", "Unsqueeze", "Squeeze", "Identity"):  # the first element stays first
+        return _element0(n.inputs[0], index)
+    try:  # a one-element value (a scalar made a vector)
+        return index.lin(v)
+    except NoMatch:
+        return None

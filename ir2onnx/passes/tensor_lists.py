@@ -37,11 +37,12 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
     except NoMatch:
         return False
     bound = it.bound
-    if bound is None or bound.k or bound.dim or bound.const < 1:
+    if bound is None or bound.k or bound.dim or bound.const < 1 or not all(g.dim == g.k == 0 and g.const > 0
+                                                                          for g in it.guards):
         return False
     rows: dict[int, ir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
     for i, s in enumerate(it.states):
-        found = buffer_row(s, it.index, bound.const)
+        found = buffer_row(s, it.index, bound)
         if found is not None and not found[1] and _only_written(s, found[0], body):
             rows[i] = found[0]
     if not rows:

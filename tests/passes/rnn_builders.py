@@ -142,14 +142,16 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    reverse: bool = False, outputs: Sequence[str] = ("seq", "h", "c"), loop: bool = False,
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
                    trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
-                   squeeze_step: bool = False, pre: bool = False, post: bool = False, seed: int = 0) -> ov.Model:
+                   squeeze_step: bool = False, pre: bool = False, post: bool = False, seed: int = 0,
+                   starts_below: int | None = None) -> ov.Model:
     """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
     default `steps`; -1 reads it from X's shape at run time. `squeeze_step`: the step's slice enters the cell through
     a Squeeze of its time axis instead of a Reshape. `pre`: the step's slice goes through a projection and a Relu
     (per-step work on the input only) before the cell. `post`: "seq" is tanh(h @ W_o + b_o) of the new h (per-step
-    work for the output only) instead of h."""
+    work for the output only) instead of h. `starts_below` (Loop): the initial condition is computed,
+    starts_below < the sequence's length, as TensorFlow's loops over a run-time length start only if 0 < length."""
     rng = np.random.default_rng(seed)
     step = cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -189,7 +191,10 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
             count = ops.gather(ops.shape_of(X), ops.constant(np.int64(axis)), ops.constant(np.int64(0)))
         else:
             count = ops.constant(np.int64(steps if trip is None else trip))
-        node = ops.loop(count, ops.constant(True))
+        start = ops.constant(True) if starts_below is None else ops.less(
+            ops.constant(np.int64(starts_below)),
+            ops.gather(ops.shape_of(X), ops.constant(np.int64(axis)), ops.constant(np.int64(0))))
+        node = ops.loop(count, start)
         node.set_function(body)
         node.set_special_body_ports([0, 0])
     else:

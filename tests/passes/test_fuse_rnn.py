@@ -245,7 +245,7 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
 FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
-             "tf_rnn_lstm_cell": 1}
+             "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK))
@@ -267,6 +267,28 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
+
+
+@pytest.mark.parametrize("starts_below,fused", [(0, True), (2, False)])
+def test_computed_initial_condition(tmp_path: Path, starts_below: int, fused: bool) -> None:
+    """A Loop over a run-time length whose initial condition is `c < length`: fused when it holds for every
+    non-empty sequence (c = 0), a loop when a short sequence would not start it (c = 2)."""
+    xml = save_ir(recurrent_loop("keras_lstm", loop=True, trip=-1, dynamic_steps=True, starts_below=starts_below),
+                  tmp_path)
+    for steps in (2, 5):
+        proto = assert_equivalent(xml, _inputs("keras_lstm", steps=steps))
+        assert count_loops(proto) == (0 if fused else 1)
+
+
+@pytest.mark.parametrize("steps", [1, 3, 6])
+def test_tensorflow_run_time_length(steps: int) -> None:
+    """A Keras LSTM over a sequence of run-time length: the frontend starts the loop only if 0 < length (a computed
+    initial condition) and clips its TensorList writes to the buffer's rows; fused, equal to OpenVINO at any
+    length."""
+    d = FIXTURES / "tf_lstm_run_time_length"
+    x = np.load(d / "inputs.npz")["x"][:, :steps]
+    fused = assert_equivalent(d / "model.xml", [x], rtol=1e-4)
+    assert count_loops(fused) == 0 and count_ops(fused, "LSTM") == 1
 
 
 @pytest.mark.parametrize("optimize", [True, False])
