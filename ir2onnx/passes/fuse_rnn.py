@@ -147,9 +147,7 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
         if b.last:
-            if view.steps is None:  # zero steps would keep the initial one-row tensor, of another shape
-                raise NoMatch("a last-row buffer over a run-time length")
-            lasts.append((b.state.final, cell.h_out[r], chain))
+            lasts.append((b.state, cell.h_out[r], chain))
         else:
             stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
     for s, _ in view.counters:
@@ -177,7 +175,7 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
           stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
-          lasts: list[tuple[ir.Value, str, list[ir.Node]]]) -> None:
+          lasts: list[tuple[State, str, list[ir.Node]]]) -> None:
     node = view.node
     _, x_chain = view_root(cell.x)
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
@@ -192,7 +190,17 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     y, y_h = outs[0], outs[1]
     y_c = outs[2] if cell.op == "LSTM" else None
     replacements: dict[ir.Value, ir.Value] = {}
-    nonempty = None  # a run-time length may be 0: the loop then returns the initial states (ONNX LSTM gives zeros)
+    nonempty: list[ir.Value] = []
+
+    def or_initial(final: ir.Value, s: State) -> ir.Value:
+        """A run-time length may be 0: the loop then returns the initial values (ONNX's LSTM gives zeros)."""
+        if view.steps is not None:
+            return final
+        if not nonempty:
+            length = em.op1("Shape", [x], {"start": 0, "end": 1})
+            nonempty.append(em.op1("Greater", [length, em.i64([0])]))
+        return em.op1("Where", [nonempty[0], final, s.init])
+
     for s, kind, form, chain in plan:
         if not _used(s.final):
             continue
@@ -202,12 +210,7 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         base = y_h if kind == "h" else y_c
         assert base is not None and form is not None
         final = em.replay(chain, _from(em, base, form, False), lifted=False)
-        if view.steps is None:
-            if nonempty is None:
-                length = em.op1("Shape", [x], {"start": 0, "end": 1})
-                nonempty = em.op1("Greater", [length, em.i64([0])])
-            final = em.op1("Where", [nonempty, final, s.init])
-        replacements[s.final] = final
+        replacements[s.final] = or_initial(final, s)
     for outer, form, chain, flip, axis, rank in stacked:
         if not _used(outer):
             continue
@@ -217,9 +220,10 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         v = em.replay(chain, v, lifted=True)
         v = em.move0(v, axis, rank)
         replacements[outer] = v
-    for outer, form, chain in lasts:  # a one-row buffer holding the last step's row
-        if _used(outer):
-            replacements[outer] = em.unsqueeze(em.replay(chain, _from(em, y_h, form, False), lifted=False), [0])
+    for s, form, chain in lasts:  # a one-row buffer holding the last step's row (the initial row when none ran)
+        if _used(s.final):
+            last = em.unsqueeze(em.replay(chain, _from(em, y_h, form, False), lifted=False), [0])
+            replacements[s.final] = or_initial(last, s)
     for s, start in view.counters:
         if _used(s.final):
             init = s.init.const_value.numpy() if s.init.const_value is not None else np.asarray(start)

@@ -245,7 +245,7 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
 FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
-             "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1}
+             "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK))
@@ -281,14 +281,15 @@ def test_computed_initial_condition(tmp_path: Path, starts_below: int, fused: bo
 
 
 @pytest.mark.parametrize("steps", [1, 3, 6])
-def test_tensorflow_run_time_length(steps: int) -> None:
-    """A Keras LSTM over a sequence of run-time length: the frontend starts the loop only if 0 < length (a computed
-    initial condition) and clips its TensorList writes to the buffer's rows; fused, equal to OpenVINO at any
-    length."""
-    d = FIXTURES / "tf_lstm_run_time_length"
+@pytest.mark.parametrize("name,op", [("tf_lstm_run_time_length", "LSTM"), ("tf_gru_last_run_time_length", "GRU")])
+def test_tensorflow_run_time_length(name: str, op: str, steps: int) -> None:
+    """Keras layers over a sequence of run-time length (the whole output sequence, or the last output only): the
+    frontend starts the loop only if 0 < length (a computed initial condition) and clips its TensorList writes to
+    the buffer's rows; fused, equal to OpenVINO at any length."""
+    d = FIXTURES / name
     x = np.load(d / "inputs.npz")["x"][:, :steps]
     fused = assert_equivalent(d / "model.xml", [x], rtol=1e-4)
-    assert count_loops(fused) == 0 and count_ops(fused, "LSTM") == 1
+    assert count_loops(fused) == 0 and count_ops(fused, op) == 1
 
 
 @pytest.mark.parametrize("optimize", [True, False])
