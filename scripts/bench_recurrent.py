@@ -137,14 +137,16 @@ def _keras_cell(kind: str, rng: np.random.Generator, x: Any, h: Any, c: Any, inp
 
 
 def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidden: int, seed: int,
-                mask_tm: Any = None) -> Any:
+                mask_tm: Any = None, last: bool = False) -> Any:
     """The frontend's Loop: counters, `counter + 1 < steps`, Gather at the counter, ScatterUpdate into a buffer.
     `mask_tm` ([steps, batch, 1] booleans, behind a Masking layer): a masked step keeps the states and repeats the
-    last output (Select), the last output carried."""
+    last output (Select), the last output carried. `last` (return_sequences=False): the buffer is one row,
+    overwritten at every step."""
     rng = np.random.default_rng(seed)
     i32 = np.int32
     counter, t = ops.parameter([], i32), ops.parameter([], i32)
-    buf = ops.parameter([steps, -1, -1], np.float32)
+    rows = 1 if last else steps
+    buf = ops.parameter([rows, -1, -1], np.float32)
     bh = ops.parameter([-1, hidden], np.float32)
     xs = ops.parameter([steps, -1, inputs], np.float32)
     body_params = [xs, bh]
@@ -169,8 +171,8 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
     zero1 = ops.constant(np.array([0], np.int64))
     shape = ops.concat([ops.slice(ops.shape_of(buf, "i32"), zero1, ops.constant(np.array([1], np.int64)),
                                   ops.constant(np.array([1], np.int64)), zero1), ops.shape_of(out, "i32")], 0)
-    written = ops.scatter_update(ops.broadcast(buf, shape), ops.reshape(t, ops.constant(np.array([-1], np.int64)), False),
-                                 ops.unsqueeze(out, zero1), zero1)
+    at = ops.constant(np.array([0], i32)) if last else ops.reshape(t, ops.constant(np.array([-1], np.int64)), False)
+    written = ops.scatter_update(ops.broadcast(buf, shape), at, ops.unsqueeze(out, zero1), zero1)
     r_cond, r_buf, r_h = ops.result(cond), ops.result(written), ops.result(new[0])
     r_t, r_counter = ops.result(t_next), ops.result(counter_next)
     results = [r_cond, r_h] + ([ops.result(new[1])] if kind == "lstm" else []) + [r_buf, r_t, r_counter]
@@ -184,7 +186,7 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
     loop.set_merged_input(bh, zeros.output(0), r_h.output(0))
     if kind == "lstm":
         loop.set_merged_input(bc, zeros.output(0), results[2].output(0))  # type: ignore[arg-type]
-    loop.set_merged_input(buf, ops.constant(np.zeros((steps, 1, 1), np.float32)).output(0), r_buf.output(0))
+    loop.set_merged_input(buf, ops.constant(np.zeros((rows, 1, 1), np.float32)).output(0), r_buf.output(0))
     loop.set_merged_input(t, ops.constant(i32(0)).output(0), r_t.output(0))
     loop.set_merged_input(counter, ops.constant(i32(0)).output(0), r_counter.output(0))
     if mask_tm is not None:
@@ -194,13 +196,16 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
 
 
 def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
-    """Keras LSTM / GRU / bidirectional LSTM / two LSTM layers / LSTM behind a Masking layer (return_sequences) as
-    the TensorFlow frontend converts them."""
+    """Keras LSTM / GRU / bidirectional LSTM / two LSTM layers / LSTM behind a Masking layer (return_sequences) and
+    LSTM / GRU returning their last output only (lstm_last, gru_last) as the TensorFlow frontend converts them."""
     X = ops.parameter([-1, steps, inputs], np.float32, name="input_layer")
     batch = ops.gather(ops.shape_of(X, "i32"), ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
     zeros = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([hidden], np.int32))], 0))
     perm = ops.constant(np.array([1, 0, 2], np.int64))
-    cell = "gru" if kind == "gru" else "lstm"
+    cell = "gru" if kind.startswith("gru") else "lstm"
+    if kind.endswith("_last"):
+        y = _keras_loop(cell, ops.transpose(X, perm), zeros, steps, inputs, hidden, 0, last=True)
+        return ov.Model([ops.squeeze(y, ops.constant(np.int64(0)))], [X])
     if kind == "masking":  # a step whose features are all zero is masked
         keep = ops.reduce_logical_or(ops.not_equal(X, ops.constant(np.float32(0))), ops.constant(np.int64(-1)), True)
         x_tm = ops.transpose(ops.select(keep, X, ops.constant(np.float32(0))), perm)
@@ -265,7 +270,8 @@ def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
 def check_keras_form() -> None:
     """The rebuilt Keras loops have the same body ops as the TensorFlow frontend's (tests/fixtures/rnn_keras_*)."""
     core = ov.Core()
-    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru"), ("masking", "tf_lstm_masking")):
+    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru"), ("masking", "tf_lstm_masking"),
+                          ("lstm_last", "tf_lstm_last")):
         path = FIXTURES / fixture / "model.xml"
         if not path.exists():
             continue
@@ -429,7 +435,8 @@ def main() -> None:
             cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),
                           lambda b=batch: [f32(b, 100, 512), f32(b, 256)]))
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM"), ("lstm2", "2 LSTM layers"),
-                        ("masking", "Masking + LSTM")):
+                        ("masking", "Masking + LSTM"), ("lstm_last", "LSTM (last output)"),
+                        ("gru_last", "GRU (last output)")):
         for batch in (1, 16):
             cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
                           lambda b=batch: [f32(b, 100, 128)]))
