@@ -4,7 +4,8 @@ Each case is converted with `openvino.convert_model` and saved with f32 weights 
 tests/fixtures/tf_<name>/model.{xml,bin}, beside inputs.npz (keyed by the IR's input names). The tests only read
 these files: they need neither TensorFlow nor this script.
 
-Needs tensorflow (with Keras 3) and openvino: `python scripts/make_tf_fixtures.py [NAME ...]`.
+Needs tensorflow (with Keras 3), tf_keras (for the TensorFlow 1 cells) and openvino:
+`python scripts/make_tf_fixtures.py [NAME ...]`.
 """
 
 from __future__ import annotations
@@ -170,6 +171,47 @@ CASES.update({
     "split_dynamic": _tf_case(split_dynamic, (2, 7), dynamic=True),
     "while_tensor_array": _tf_case(while_tensor_array, (5, 4)),
 })
+
+
+def _v1_rnn(make_cell: Callable[[], object]) -> Callable[[], Built]:
+    """A TensorFlow 1 graph, tf.compat.v1.nn.dynamic_rnn over a cell with control flow v1 (Enter/Exit/Merge/Switch,
+    TensorArrayV3), frozen, as legacy models were saved; batch of run-time size."""
+    def build() -> Built:
+        v1 = tf.compat.v1
+        v1.disable_control_flow_v2()
+        try:
+            graph = tf.Graph()
+            with graph.as_default():
+                v1.set_random_seed(0)
+                x = v1.placeholder(tf.float32, (None, T, I), name="x")
+                y, _ = v1.nn.dynamic_rnn(make_cell(), x, dtype=tf.float32)
+                y = tf.identity(y, name="y")
+                with v1.Session(graph=graph) as sess:
+                    sess.run(v1.global_variables_initializer())
+                    data = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+                    expected = sess.run(y, {x: data})
+                    frozen = v1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["y"])
+        finally:
+            v1.enable_control_flow_v2()
+        return ov.convert_model(frozen), [data], [expected]
+    return build
+
+
+def _v1_cells() -> dict[str, Callable[[], object]]:
+    """tf.compat.v1.nn.rnn_cell's classes (kept in tf_keras: with Keras 3, tf.compat.v1 no longer offers them)."""
+    from tf_keras.src.layers.rnn import legacy_cells as cells
+
+    return {
+        "lstm_cell": lambda: cells.LSTMCell(H),
+        "basic_lstm_cell": lambda: cells.BasicLSTMCell(H),
+        "gru_cell": lambda: cells.GRUCell(H),
+        "basic_rnn_cell": lambda: cells.BasicRNNCell(H),
+        "multi_rnn_cell": lambda: cells.MultiRNNCell([cells.LSTMCell(H), cells.LSTMCell(H)]),
+        "lstm_cell_projection": lambda: cells.LSTMCell(H, num_proj=5),
+    }
+
+
+CASES.update({f"v1_{name}": _v1_rnn(make) for name, make in _v1_cells().items()})
 
 
 def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:

@@ -12,6 +12,7 @@ from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
 from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
+from ir2onnx.passes.full_scatter import FullScatterPass
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
@@ -26,6 +27,7 @@ from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
 
 DEFAULT_PASSES = (
+    FullScatterPass,  # a ScatterND overwriting every row of a fresh buffer with one tensor's rows is that tensor
     DropFullSequenceLensPass,  # sequence_lens that mean every step (PyTorch frontend) dropped, for the passes below
     RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
     RemoveIdentityPass,  # no Identity chains
@@ -69,5 +71,6 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
 def fuse_recurrent(model: ir.Model) -> None:
     """Replace loops that run one LSTM/GRU/RNN cell over a sequence with one ONNX LSTM/GRU/RNN node, in place; a Scan
     running several cells one after another is first split into one Scan per cell."""
+    FullScatterPass()(model)
     SplitStackedCellsPass()(model)
     FuseRecurrentLoopsPass()(model)

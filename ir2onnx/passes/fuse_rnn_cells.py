@@ -241,15 +241,21 @@ class _Reader:
     def _concat_matmul(self, cat: ir.Node, m: np.ndarray) -> Linear:
         """[a1, a2, ...] @ W (TensorFlow 1's cells multiply [x, h] by one matrix) = a1 @ W[rows 1] + a2 @ W[rows 2]..."""
         self.nodes.append(cat)
-        total, row = Linear({}, np.zeros(1, m.dtype)), 0
+        widths: list[int | None] = []
         for part in cat.inputs:
             shape = shape_of(part)
-            if part is None or shape is None or len(shape) != 2 or not isinstance(shape[1], int):
-                raise NoMatch("a concatenated MatMul operand of unknown width")
-            total = total + Linear({self.classify(part): (part, m[row:row + shape[1]])}, np.zeros(1, m.dtype))
-            row += shape[1]
-        if row != m.shape[0]:
-            raise NoMatch("a concatenated MatMul operand wider than the weights")
+            if part is None or shape is None or len(shape) != 2:
+                raise NoMatch("a concatenated MatMul operand that is not [batch, features]")
+            widths.append(shape[1] if isinstance(shape[1], int) else None)
+        known = sum(w for w in widths if w is not None)
+        if widths.count(None) > 1 or known > m.shape[0] or (None not in widths and known != m.shape[0]):
+            raise NoMatch("concatenated MatMul operands of unknown widths")
+        # one operand of unknown width (TensorFlow 1's step read from a TensorArray of run-time shape) has the rows left
+        total, row = Linear({}, np.zeros(1, m.dtype)), 0
+        for part, w in zip(cat.inputs, widths):
+            rows = m.shape[0] - known if w is None else w
+            total = total + Linear({self.classify(part): (part, m[row:row + rows])}, np.zeros(1, m.dtype))  # type: ignore[arg-type]
+            row += rows
         return total
 
 

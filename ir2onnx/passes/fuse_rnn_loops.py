@@ -134,7 +134,7 @@ class Lin:
         return Lin(self.k * s, self.const * s, self.dim * s, self.dim_of)
 
 
-class _Index:
+class Index:
     """Symbolic integer scalars in a Loop body: constants, the iteration number, counters, outer dims."""
 
     def __init__(self, iteration: ir.Value, counters: dict[ir.Value, int], body: ir.Graph) -> None:
@@ -165,6 +165,8 @@ class _Index:
         if op in ("Add", "Sub"):
             a, b = self.lin(n.inputs[0]), self.lin(n.inputs[1])
             return a + (b if op == "Add" else b.scale(-1))
+        if op in ("Min", "Max") and len(n.inputs) == 2:
+            return self._min_max(op, n.inputs[0], n.inputs[1])  # type: ignore[arg-type]
         if op == "Mul":
             for x, y in ((n.inputs[0], n.inputs[1]), (n.inputs[1], n.inputs[0])):
                 s = int_scalar(y)
@@ -189,6 +191,21 @@ class _Index:
                 return self._dim(n.inputs[0], start)
         raise NoMatch(f"index computed by {op}")
 
+    def _min_max(self, op: str, a: ir.Value, b: ir.Value) -> Lin:
+        """Min/Max of two constants, of a value with itself, and min(a, max(c, a)) = a (TensorFlow 1's
+        maximum_iterations = min(steps, max(1, steps)))."""
+        la, lb = self.lin(a), self.lin(b)
+        if la == lb:
+            return la
+        if not (la.k or la.dim or lb.k or lb.dim):
+            return Lin(const=min(la.const, lb.const) if op == "Min" else max(la.const, lb.const))
+        inner = "Max" if op == "Min" else "Min"
+        for x, y in ((a, b), (b, a)):
+            m = producer(y, inner)
+            if m is not None and len(m.inputs) == 2 and any(self.lin(i) == self.lin(x) for i in m.inputs):
+                return self.lin(x)
+        raise NoMatch(f"index computed by {op}")
+
     @staticmethod
     def _dim(src: ir.Value | None, axis: int) -> Lin:
         shape = shape_of(src)
@@ -197,6 +214,16 @@ class _Index:
         axis %= len(shape)
         d = shape[axis]
         return Lin(const=d) if d is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
+
+
+def outer_index() -> Index:
+    """Integer arithmetic over values outside any loop (constants and dims of tensors)."""
+    return Index(None, {}, None)  # type: ignore[arg-type]
+
+
+def dim_lin(src: ir.Value | None, axis: int) -> Lin:
+    """The size of `axis` of `src`: a constant, or that dim followed to its origin."""
+    return Index._dim(src, axis)
 
 
 def _shape_op(v: ir.Value | None) -> ir.Node | None:
@@ -222,7 +249,7 @@ def _counter(state: State, body: ir.Graph) -> int | None:
 _INF = None
 
 
-def _bound(cond: ir.Value, body: ir.Graph, index: _Index, cond_in: ir.Value) -> Lin | None:
+def _bound(cond: ir.Value, body: ir.Graph, index: Index, cond_in: ir.Value) -> Lin | None:
     """Steps after which the condition turns false (None: it never does)."""
     if cond is cond_in:
         return _INF
@@ -261,7 +288,7 @@ def _min(a: Lin | None, b: Lin | None) -> Lin | None:
     raise NoMatch("cannot order the loop's two limits")
 
 
-def _sequence_read(x: ir.Value, index: _Index) -> tuple[ir.Value, int, bool, bool]:
+def _sequence_read(x: ir.Value, index: Index) -> tuple[ir.Value, int, bool, bool]:
     """x = step k of an outer tensor: (tensor, axis, reverse, keeps the axis as size 1)."""
     n = producer(x, "Gather", "Slice")
     if n is None:
@@ -305,7 +332,7 @@ class LoopIterations:
     """A Loop's carried values, its body's index arithmetic, and how many iterations it runs (None: unbounded)."""
 
     states: list[State]
-    index: _Index
+    index: Index
     bound: Lin | None
     guards: list[Lin]  # the loop starts only if each is > 0 (a computed initial condition: counter < limit terms)
 
@@ -335,7 +362,7 @@ def loop_iterations(node: ir.Node) -> LoopIterations:
     if any(s.init is None for s in states):
         raise NoMatch("a carried value has no initial value")
     counters = {s.body_in: start for s in states if (start := _counter(s, body)) is not None}
-    index = _Index(iteration, counters, body)
+    index = Index(iteration, counters, body)
     guards: list[Lin] = []
     if cond0 is not None:
         c = const_array(cond0)
@@ -352,7 +379,7 @@ def loop_iterations(node: ir.Node) -> LoopIterations:
     return LoopIterations(states, index, bound, guards)
 
 
-def _guards(cond: ir.Value, index: _Index) -> list[Lin]:
+def _guards(cond: ir.Value, index: Index) -> list[Lin]:
     """A computed initial condition as terms that must all be > 0: a conjunction of `a < b` over loop-invariant
     integers (TensorFlow's `0 < steps and 0 < maximum_iterations` of a run-time length), each as b - a."""
     n = producer(cond)
@@ -415,7 +442,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
     return view
 
 
-def buffer_row(s: State, index: _Index, steps: Lin) -> tuple[ir.Value, bool] | None:
+def buffer_row(s: State, index: Index, steps: Lin) -> tuple[ir.Value, bool] | None:
     """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
     by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
     sc = producer(s.body_out, "ScatterND")
@@ -423,17 +450,18 @@ def buffer_row(s: State, index: _Index, steps: Lin) -> tuple[ir.Value, bool] | N
         return None
     data, idx, upd = sc.inputs
     idx, upd = _unclipped(idx, data), _unclipped(upd, data)
-    ex = producer(data, "Expand")
-    if ex is not None:  # broadcast to [its own first dim, the row's shape] (TensorFlow's placeholder [n, 1, 1])
-        data = ex.inputs[0]
-        first = _element0(ex.inputs[1], index)
-        if first != ("dim0", data) and not (isinstance(first, Lin) and first == _dim0(s.init, index)):
-            return None
-    if data is not s.body_in or (shape_of(idx) or StaticShapes()(idx)) != (1, 1):
-        return None
     try:
         at = index.lin(idx)
     except NoMatch:
+        return None
+    data = _ungrown(data, at, index)
+    ex = producer(data, "Expand")
+    if ex is not None:  # broadcast to [its own first dim, the row's shape] (TensorFlow's placeholder [n, 1, 1])
+        data = ex.inputs[0]
+        first = element0(ex.inputs[1], index)
+        if first != ("dim0", data) and not (isinstance(first, Lin) and first == _dim0(s.init, index)):
+            return None
+    if data is not s.body_in or (shape_of(idx) or StaticShapes()(idx)) != (1, 1):
         return None
     unsq = producer(upd, "Unsqueeze")
     axes = const_array(unsq.inputs[1]) if unsq is not None else None
@@ -470,6 +498,31 @@ def _unclipped(v: ir.Value | None, data: ir.Value | None) -> ir.Value | None:
     return rs.inputs[0] if _row_shaped(rs, unsq.inputs[0], data) else v
 
 
+def _ungrown(data: ir.Value | None, at: Lin, index: Index) -> ir.Value | None:
+    """TensorFlow 1's TensorArrayWriteV3 grows the array to the row written: Concat(a, Expand(0, [max(n, at + 1) - n,
+    row shape])) with n the rows of a's buffer. Writing row k < n of a buffer that keeps its n rows (what buffer_row
+    requires), the growth is empty at every step: a. Anything else: `data` unchanged."""
+    cat = producer(data, "Concat")
+    if cat is None or int(attr(cat, "axis", 0)) != 0 or len(cat.inputs) != 2:  # type: ignore[arg-type]
+        return data
+    grown, pad = cat.inputs
+    ex_pad, ex = producer(pad, "Expand"), producer(grown, "Expand")
+    shape = producer(_through(ex_pad.inputs[1], "Reshape", "Cast"), "Concat") if ex_pad is not None else None
+    sub = producer(shape.inputs[0], "Sub") if shape is not None and shape.inputs else None
+    top = producer(sub.inputs[0], "Max") if sub is not None else None
+    if ex is None or top is None or const_array(ex_pad.inputs[0]) is None:  # type: ignore[union-attr]
+        return data
+    rows = ("dim0", ex.inputs[0])
+    if element0(sub.inputs[1], index) != rows or element0(top.inputs[0], index) != rows:  # type: ignore[union-attr]
+        return data
+    try:
+        if index.lin(top.inputs[1]) != at + Lin(const=1):
+            return data
+    except NoMatch:
+        return data
+    return grown
+
+
 def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
     """end = Size(a one-element tensor) * Min(Shape(data)[0:1], [1]): 1 for a non-empty `data`."""
     mul = producer(end, "Mul")
@@ -487,7 +540,9 @@ def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> boo
     data have the row's shape, and the Reshape of Unsqueeze(row, 0) changes nothing."""
     cat = producer(rs.inputs[1], "Concat")
     tail = producer(cat.inputs[-1], "Shape") if cat is not None and len(cat.inputs) == 2 else None
-    ex = producer(data, "Expand")
+    cat_rows = producer(data, "Concat")  # a TensorArray grown by rows (_ungrown) has the rows of its first part
+    ex = producer(data, "Expand") or (producer(cat_rows.inputs[0], "Expand") if cat_rows is not None
+                                      and int(attr(cat_rows, "axis", 0)) == 0 else None)  # type: ignore[arg-type]
     ex_cat = producer(_through(ex.inputs[1], "Reshape", "Cast"), "Concat") if ex is not None else None
     row_shape = producer(_through(ex_cat.inputs[-1], "Cast"), "Shape") if ex_cat is not None else None
     return cat is not None and const_ints(cat.inputs[0]) == [-1] and tail is not None and tail.inputs[0] is data \
@@ -502,7 +557,7 @@ def _through(v: ir.Value | None, *ops: str) -> ir.Value | None:
     return v
 
 
-def _dim0(v: ir.Value, index: _Index) -> Lin | None:
+def _dim0(v: ir.Value, index: Index) -> Lin | None:
     """The first dim of an outer value: static, or that of an Expand (Broadcast) of a one-row tensor to a shape whose
     first element is a run-time dim (TensorFlow's TensorList placeholder for a run-time length)."""
     shape = shape_of(v)
@@ -510,17 +565,22 @@ def _dim0(v: ir.Value, index: _Index) -> Lin | None:
         return Lin(const=shape[0])
     ex = producer(v, "Expand")
     data_shape = shape_of(ex.inputs[0]) if ex is not None else None
-    if ex is None or data_shape is None or (len(data_shape) > 0 and data_shape[0] != 1) \
-            or StaticShapes()(ex.inputs[1]) is None:
+    if ex is None or data_shape is None:
         return None
-    (n,) = StaticShapes()(ex.inputs[1])  # type: ignore[misc]
-    if len(data_shape) > n:
-        return None
-    first = _element0(ex.inputs[1], index)
-    return first if isinstance(first, Lin) else None
+    if data_shape:  # a tensor: its dim 0 is 1 and it has at most the shape's rank
+        length = StaticShapes()(ex.inputs[1])
+        if data_shape[0] != 1 or length is None or len(data_shape) > length[0]:
+            return None
+    first = element0(ex.inputs[1], index)
+    if isinstance(first, tuple):  # the first dim of an outer tensor
+        try:
+            return dim_lin(first[1], 0)
+        except NoMatch:
+            return None
+    return first
 
 
-def _element0(v: ir.Value | None, index: _Index) -> Lin | tuple[str, ir.Value] | None:
+def element0(v: ir.Value | None, index: Index) -> Lin | tuple[str, ir.Value] | None:
     """Element 0 of an integer vector: a Lin (a constant, a run-time dim, the iteration), or ("dim0", x) when it is
     the first dim of x (a Shape or Slice of a Shape), else None."""
     c = const_array(v)
@@ -530,9 +590,9 @@ def _element0(v: ir.Value | None, index: _Index) -> Lin | tuple[str, ir.Value] |
     if n is None:
         return None
     if n.op_type == "Cast" and ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
-        return _element0(n.inputs[0], index)
+        return element0(n.inputs[0], index)
     if n.op_type == "Concat" and n.inputs:  # what element 0 is found in is not empty
-        return _element0(n.inputs[0], index)
+        return element0(n.inputs[0], index)
     if n.op_type == "Shape" and int(attr(n, "start", 0)) == 0:  # type: ignore[arg-type]
         return ("dim0", n.inputs[0])  # type: ignore[return-value]
     if n.op_type == "Slice" and _shape_op(n.inputs[0]) is not None and const_array(n.inputs[1]) is not None \
@@ -545,7 +605,7 @@ def _element0(v: ir.Value | None, index: _Index) -> Lin | tuple[str, ir.Value] |
             and i.size and int(i.reshape(-1)[0]) == 0:  # type: ignore[arg-type]
         return ("dim0", sh.inputs[0])  # type: ignore[return-value]
     if n.op_type in ("Reshape", "Unsqueeze", "Squeeze", "Identity"):  # the first element stays first
-        return _element0(n.inputs[0], index)
+        return element0(n.inputs[0], index)
     try:  # a one-element value (a scalar made a vector)
         return index.lin(v)
     except NoMatch:

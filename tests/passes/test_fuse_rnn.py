@@ -245,7 +245,8 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
 FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
-             "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1}
+             "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1,
+             "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1}
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK))

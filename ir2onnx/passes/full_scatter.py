@@ -1,0 +1,89 @@
+"""A ScatterND that overwrites every row of a fresh buffer, in order, with the rows of one tensor is that tensor.
+
+TensorFlow 1's TensorArray.unstack (tf.nn.dynamic_rnn's input), as OpenVINO's TensorFlow frontend writes it, scatters
+the sequence into a zero buffer of its own shape: ScatterND(Expand(zeros [n, 1, ...], Shape(x)), Unsqueeze(Range(0,
+n, 1), -1), x) with n = x's first dim. Every row k of the result is row k of x: the result is x. The loop that reads
+the array then reads x itself, whose shape (and so whose length) is known, which the recurrent fusion needs.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
+from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer
+from ir2onnx.passes.loop_utils import const_ints, is_default_domain
+
+
+class FullScatterPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            if node.op_type == "ScatterND" and is_default_domain(node) and not node.outputs[0].is_graph_output() \
+                    and _is_full(node):
+                node.outputs[0].replace_all_uses_with(node.inputs[2])  # type: ignore[arg-type]
+                node.graph.remove(node, safe=True)  # type: ignore[union-attr]
+                modified = True
+        return ir.passes.PassResult(model, modified=modified)
+
+
+def _is_full(node: ir.Node) -> bool:
+    data, indices, updates = (list(node.inputs) + [None, None, None])[:3]
+    if updates is None or attr(node, "reduction", "none") != "none":
+        return False
+    index = outer_index()
+    rows = ("dim0", updates)
+    # indices: Range(0, rows of updates, 1) as a column
+    col = producer(_skip_casts(indices), "Unsqueeze")
+    rng = producer(_skip_casts(col.inputs[0]), "Range") if col is not None else None
+    if col is None or rng is None or const_ints(col.inputs[1]) not in ([1], [-1]):
+        return False
+    try:
+        if index.lin(rng.inputs[0]) != Lin() or index.lin(rng.inputs[2]) != Lin(const=1):
+            return False
+        if element0(rng.inputs[1], index) != rows and index.lin(rng.inputs[1]) != _dim0_lin(updates):
+            return False
+    except NoMatch:
+        return False
+    # data: Expand(c, Shape(updates)) with c [rows or 1, 1, ...]: the shape of updates
+    ex = producer(data, "Expand")
+    shape = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Shape") if ex is not None else None
+    if shape is None or shape.inputs[0] is not updates or int(attr(shape, "start", 0)) != 0 \
+            or attr(shape, "end") is not None:
+        return False
+    return _unit_or_rows(ex.inputs[0], updates, index)  # type: ignore[union-attr]
+
+
+def _unit_or_rows(c: ir.Value | None, updates: ir.Value, index: Index) -> bool:
+    """c broadcasts to the shape of updates without changing it: a constant of ones' shape, or Expand(scalar,
+    Concat([rows of updates], [1, ...]))."""
+    if c is None:
+        return False
+    if c.const_value is not None:
+        return all(d == 1 for d in c.const_value.shape)
+    ex = producer(c, "Expand")
+    if ex is None or ex.inputs[0] is None or ex.inputs[0].const_value is None or ex.inputs[0].const_value.size != 1:
+        return False
+    cat = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Concat")
+    if cat is None or len(cat.inputs) != 2 or any(d != 1 for d in const_ints(cat.inputs[1]) or [0]):
+        return False
+    first = element0(cat.inputs[0], index)  # type: ignore[arg-type]
+    return first == ("dim0", updates) or first == _dim0_lin(updates)
+
+
+def _dim0_lin(v: ir.Value) -> Lin | None:
+    try:
+        return dim_lin(v, 0)
+    except NoMatch:
+        return None
+
+
+def _skip(v: ir.Value | None, op: str) -> ir.Value | None:
+    n = producer(v, op)
+    return n.inputs[0] if n is not None else v
+
+
+def _skip_casts(v: ir.Value | None) -> ir.Value | None:
+    while (n := producer(v, "Cast")) is not None:
+        v = n.inputs[0]
+    return v
