@@ -8,8 +8,10 @@ n iterations (trip count and `counter < limit` conditions, fuse_rnn_loops.loop_i
 once, in order, and the final buffer is the rows stacked: the Loop returns the row as a scan output instead, and the
 buffer, with the body's work on it, goes.
 
-Only buffers of a static length n >= 1 whose body value nothing else reads (the ops computing the write are read by
-nothing but the write) are rewritten; a one-row buffer that keeps the last row stays.
+Only buffers whose body value nothing else reads (the ops computing the write are read by nothing but the write) are
+rewritten; a one-row buffer that keeps the last row stays. A loop that may run no iteration (over a run-time length,
+or started by a computed condition) returns the initial buffer then, of another shape than an empty stack:
+If(rows stacked) stacked else initial.
 """
 
 from __future__ import annotations
@@ -37,8 +39,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
     except NoMatch:
         return False
     bound = it.bound
-    if bound is None or bound.k or bound.dim or bound.const < 1 or not all(g.dim == g.k == 0 and g.const > 0
-                                                                          for g in it.guards):
+    if bound is None or bound.k or (not bound.dim and bound.const < 1):
         return False
     rows: dict[int, ir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
     for i, s in enumerate(it.states):
@@ -63,8 +64,45 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
                    [ir.AttrGraph("body", body)], outputs=new_outs, name=fresh_name(names, hint), version=loop.version)
     loop.attributes.pop("body")
     outer.insert_before(loop, inherit_meta(node, loop))
+    # a run-time length may be 0, a computed initial condition may stop the loop before its first iteration: the
+    # buffer is then the initial one, stacking nothing
+    if bound.dim or not all(g.dim == g.k == 0 and g.const > 0 for g in it.guards):
+        n_out = len(keep) + len(loop.outputs) - n_carried
+        for j, i in enumerate(rows):
+            new_outs[n_out + j] = _or_initial(new_outs[n_out + j], it.states[i].init, node, outer, names)
     replace_node(loop, list(zip(old_outs, new_outs)), "rows")
     return True
+
+
+def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Graph, names: set[str]) -> ir.Value:
+    """If(stacked has rows) stacked else init: the buffer's value after a loop that may run no iteration (its shape
+    then is the initial one's, which a Where would broadcast)."""
+    hint = f"{loop.name}/rows"
+
+    def value(label: str) -> ir.Value:
+        return ir.Value(name=fresh_name(names, f"{hint}/{label}"))
+
+    def branch(label: str, source: ir.Value) -> ir.Graph:
+        out = value(label)
+        return ir.Graph([], [out], nodes=[ir.Node("", "Identity", [source], outputs=[out],
+                                                  name=fresh_name(names, f"{hint}/{label}_node"))],
+                        name=fresh_name(names, f"{hint}/{label}_branch"))
+
+    rows, zero, ran, result = value("count"), value("zero"), value("ran"), value("buffer")
+    nodes = [
+        ir.Node("", "Shape", [stacked], [ir.AttrInt64("start", 0), ir.AttrInt64("end", 1)], outputs=[rows],
+                name=fresh_name(names, f"{hint}/count_node")),
+        ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([0], ir.DataType.INT64))], outputs=[zero],
+                name=fresh_name(names, f"{hint}/zero_node")),
+        ir.Node("", "Greater", [rows, zero], outputs=[ran], name=fresh_name(names, f"{hint}/ran_node")),
+        ir.Node("", "If", [ran], [ir.AttrGraph("then_branch", branch("stacked", stacked)),
+                                  ir.AttrGraph("else_branch", branch("initial", init))],
+                outputs=[result], name=fresh_name(names, f"{hint}/if")),
+    ]
+    for n in nodes:
+        inherit_meta(n, loop)
+    outer.insert_after(loop, nodes)
+    return result
 
 
 def _only_written(s: State, row: ir.Value, body: ir.Graph) -> bool:
