@@ -150,6 +150,8 @@ CASES.update({
     "rnn_lstm_cell": _rnn(lambda: keras.layers.RNN(keras.layers.LSTMCell(H), return_sequences=True)),
     "lstm_run_time_length": _rnn(lambda: keras.layers.LSTM(H, return_sequences=True), shape=(None, I)),
     "gru_last_run_time_length": _rnn(lambda: keras.layers.GRU(H), shape=(None, I)),
+    "stacked_rnn_cells": _rnn(lambda: keras.layers.RNN(keras.layers.StackedRNNCells(
+        [keras.layers.LSTMCell(H), keras.layers.GRUCell(H), keras.layers.SimpleRNNCell(H)]), return_sequences=True)),
     "lstm_masking_run_time_length": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)],
                                          masked=True, shape=(None, I)),
     "lstm_masking": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)], masked=True),

@@ -25,10 +25,20 @@ import logging
 
 import numpy as np
 import onnx_ir as ir
+from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
 from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, shape_of, view_root
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    NoMatch,
+    all_names,
+    distinct_output,
+    fresh_name,
+    shape_of,
+    view_root,
+)
+from ir2onnx.passes.loop_utils import inherit_meta, scan_ints
 from ir2onnx.passes.static_shapes import infer_shapes
 
 logger = logging.getLogger(__name__)
@@ -45,6 +55,7 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
         while last and any(n.op_type in _LOOPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             # a loop reading a fused one's output sees that output's shape (which its proofs need) only once
             # shapes are inferred through the new node: infer, try the loops left again
+            RemoveUnusedNodesPass()(model)  # a peeled cell's nodes, and its step read, leave the body
             infer_shapes(model)
             last = _process(model.graph, model.graph, names)
             fused += last
@@ -122,13 +133,14 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     c_state = _state_of(view, cell.c_in, "cell state")
     plan: list[tuple[State, str, str | None, list[ir.Node]]] = []  # (state, kind, form, glue)
     for s in view.states:
-        if s.body_out is s.body_in:
+        r, chain = view_root(s.body_out)
+        if r is s.body_in and all(n.op_type == "Identity" for n in chain):  # carried through unchanged
             plan.append((s, "same", None, []))
             continue
-        r, chain = view_root(s.body_out)
         kind = "h" if r in cell.h_out else "c" if r in cell.c_out else None
-        if kind is None:
-            raise NoMatch(f"carried value {s.body_out.name} is not the cell's new state")
+        if kind is None:  # another cell's state, that may read this one's output: computed first, outside
+            _peel(Emitter(node, root, names), view, cell, h_state, c_state)
+            return
         if (s is h_state and kind != "h") or (s is c_state and kind != "c"):
             raise NoMatch("the state fed back is not the one the cell reads")
         plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
@@ -177,30 +189,9 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
           stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
           lasts: list[tuple[State, str, list[ir.Node]]]) -> None:
     node = view.node
-    _, x_chain = view_root(cell.x)
-    x = em.replay(x_chain, view.stack_x(em), lifted=True)
-    if cell.x_rank == 3:
-        x = em.squeeze(x, [1])
-    ins: list[ir.Value | None] = [x, em.const(cell.w, "W"), em.const(cell.r, "R"), em.const(cell.b, "B"), None]
-    ins.append(_initial(em, cell.h_in, h_state, cell.state_rank) if h_state is not None else None)
-    if cell.op == "LSTM":
-        ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
-    attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
-    outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)
-    y, y_h = outs[0], outs[1]
-    y_c = outs[2] if cell.op == "LSTM" else None
+    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state)
     replacements: dict[ir.Value, ir.Value] = {}
-    nonempty: list[ir.Value] = []
-
-    def or_initial(final: ir.Value, s: State) -> ir.Value:
-        """A run-time length may be 0: the loop then returns the initial values (ONNX's LSTM gives zeros)."""
-        if view.steps is not None:
-            return final
-        if not nonempty:
-            length = em.op1("Shape", [x], {"start": 0, "end": 1})
-            nonempty.append(em.op1("Greater", [length, em.i64([0])]))
-        return em.op1("Where", [nonempty[0], final, s.init])
-
+    or_initial = _OrInitial(em, view, x)
     for s, kind, form, chain in plan:
         if not _used(s.final):
             continue
@@ -240,6 +231,152 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         old.replace_all_uses_with(new, replace_graph_outputs=True)
     _detach(node)
     graph.remove(node)  # type: ignore[union-attr]
+
+
+def _peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None) -> None:
+    """A loop whose body runs this cell and more (a stacked network in one loop: Keras StackedRNNCells, TensorFlow 1's
+    MultiRNNCell): the cell runs before the loop as one node over the sequence, and the body reads its new hidden
+    state from that node's output (a Gather at the step read's index) instead of computing it; its carried states
+    pass through unchanged, their final values taken from the node. The loop, one cell shorter, is fused again.
+    Only a spelled-out cell ([batch, hidden] states) over a Scan's scan input or a step read by Gather or Slice
+    (at the time index, which the body's Gather then reads), whose previous states nothing else in the body reads."""
+    node = view.node
+    body: ir.Graph = node.attributes["body"].value
+    read = view.x.producer()
+    h_new = next((v for v, form in cell.h_out.items() if form == "2"), None)
+    c_new = next((v for v, form in cell.c_out.items() if form == "2"), None)
+    states = [(st, new) for st, new in ((h_state, h_new), (c_state, c_new)) if st is not None]
+    at = read.inputs[1] if read is not None and read.op_type in ("Gather", "Slice") else None  # the time index
+    gathered = at is not None and shape_of(at) in ((), (1,))
+    if not (gathered or (node.op_type == "Scan" and view.x in body.inputs)) or h_new is None \
+            or any(new is None or view_root(st.body_out)[0] is not new for st, new in states) \
+            or any(st.body_in in _live_reads(body, h_new, {st.body_out for st, _ in states}) for st, _ in states):
+        raise NoMatch("a carried value is not the cell's new state")
+    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state)
+    steps = em.squeeze(y, [1])  # [T, B, H] in time order
+    or_initial = _OrInitial(em, view, x)
+    finals = []
+    for (st, _), base in zip(states, (y_h, y_c)):
+        assert base is not None
+        _, chain = view_root(st.body_out)
+        final = or_initial(em.replay(chain, em.squeeze(base, [0]), lifted=False), st)
+        finals.append((st.final, em.op1("Identity", [final]) if st.final.is_graph_output() else final))
+    em.commit()
+    names = em.names
+    row = ir.Value(name=fresh_name(names, f"{h_new.name}/fused"), type=h_new.type, shape=h_new.shape)
+    if gathered:
+        added = []
+        if shape_of(at) == (1,):  # a Slice's start, or a one-element Gather index: the scalar time index
+            scalar = ir.Value(name=fresh_name(names, f"{h_new.name}/step_index"))
+            empty = ir.Value(name=fresh_name(names, f"{h_new.name}/scalar_shape"))
+            added += [ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor(np.zeros(0, np.int64)))],
+                              outputs=[empty], name=fresh_name(names, f"{h_new.name}/scalar_shape_node")),
+                      ir.Node("", "Reshape", [at, empty], outputs=[scalar],
+                              name=fresh_name(names, f"{h_new.name}/step_index_node"))]
+            at = scalar
+        added.append(ir.Node("", "Gather", [steps, at], [ir.AttrInt64("axis", 0)], outputs=[row],
+                             name=fresh_name(names, f"{h_new.name}/fused_node")))
+        body.insert_after(read, [inherit_meta(n, read) for n in added])  # type: ignore[arg-type]
+    else:  # one more scan input, read in the sequence's direction
+        n_scan = int(node.attributes["num_scan_inputs"].value)
+        ints = {k: scan_ints(node, k, n_scan) for k in ("scan_input_axes", "scan_input_directions")}
+        node.resize_inputs(len(node.inputs) + 1)
+        node.replace_input_with(len(node.inputs) - 1, steps)
+        body.inputs.append(row)
+        node.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", n_scan + 1)
+        node.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [*ints["scan_input_axes"], 0])
+        node.attributes["scan_input_directions"] = ir.AttrInt64s(
+            "scan_input_directions", [*ints["scan_input_directions"], 1 if view.reverse else 0])
+    h_new.replace_all_uses_with(row, replace_graph_outputs=True)
+    for st, _ in states:  # pass through: nothing in the body reads them any more
+        body.outputs[body.outputs.index(row if st.body_out is h_new else st.body_out)] = \
+            distinct_output(st.body_in, body, names, f"{st.body_in.name}", node)
+    for old, new in finals:
+        new.type, new.shape = old.type, old.shape
+        if old.is_graph_output():
+            new.name, old.name = old.name, f"{old.name}/unfused"
+        old.replace_all_uses_with(new, replace_graph_outputs=True)
+    if not gathered:
+        _drop_unread_scan_inputs(node, body)
+
+
+def _drop_unread_scan_inputs(scan: ir.Node, body: ir.Graph) -> None:
+    """Remove the body's dead nodes, then the scan inputs nothing reads any more."""
+    changed = True
+    while changed:
+        changed = False
+        for n in reversed(list(body)):
+            if not any(o.uses() or o.is_graph_output() for o in n.outputs):
+                body.remove(n, safe=True)
+                changed = True
+    n_scan = int(scan.attributes["num_scan_inputs"].value)
+    n_state = len(scan.inputs) - n_scan
+    ints = {k: scan_ints(scan, k, n_scan) for k in ("scan_input_axes", "scan_input_directions")}
+    keep = [j for j in range(n_scan) if body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output()]
+    values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
+    params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
+    scan.resize_inputs(0)
+    scan.resize_inputs(len(values))
+    for i, v in enumerate(values):
+        scan.replace_input_with(i, v)
+    body.inputs.clear()
+    body.inputs.extend(params)
+    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
+    for k, v in ints.items():
+        scan.attributes[k] = ir.AttrInt64s(k, [v[j] for j in keep])
+
+
+def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir.Value]:
+    """The values the body's outputs (but `dropped`) are computed from, not looking past `cut`; a node with a
+    subgraph counts as reading everything."""
+    reads: set[ir.Value] = set()
+    seen: set[ir.Node] = set()
+    work = [o for o in body.outputs if o not in dropped]
+    while work:
+        v = work.pop()
+        n = v.producer()
+        if v is cut or n is None or n.graph is not body or n in seen:
+            continue
+        seen.add(n)
+        if any(a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in n.attributes.values()):
+            reads.update(body.inputs)
+        for i in n.inputs:
+            if i is not None:
+                reads.add(i)
+                work.append(i)
+    return reads
+
+
+def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None,
+               c_state: State | None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value | None]:
+    """The fused node over the whole sequence: (its input, Y, Y_h, Y_c)."""
+    _, x_chain = view_root(cell.x)
+    x = em.replay(x_chain, view.stack_x(em), lifted=True)
+    if cell.x_rank == 3:
+        x = em.squeeze(x, [1])
+    ins: list[ir.Value | None] = [x, em.const(cell.w, "W"), em.const(cell.r, "R"), em.const(cell.b, "B"), None]
+    ins.append(_initial(em, cell.h_in, h_state, cell.state_rank) if h_state is not None else None)
+    if cell.op == "LSTM":
+        ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
+    attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
+    outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)
+    return x, outs[0], outs[1], outs[2] if cell.op == "LSTM" else None
+
+
+class _OrInitial:
+    """A run-time length may be 0: the loop then returns the initial values (ONNX's LSTM gives zeros)."""
+
+    def __init__(self, em: Emitter, view: LoopView, x: ir.Value) -> None:
+        self.em, self.view, self.x = em, view, x
+        self.nonempty: ir.Value | None = None
+
+    def __call__(self, final: ir.Value, s: State) -> ir.Value:
+        if self.view.steps is not None:
+            return final
+        if self.nonempty is None:
+            length = self.em.op1("Shape", [self.x], {"start": 0, "end": 1})
+            self.nonempty = self.em.op1("Greater", [length, self.em.i64([0])])
+        return self.em.op1("Where", [self.nonempty, final, s.init])
 
 
 def _detach(node: ir.Node) -> None:

@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 import onnx
+import openvino as ov
+import openvino.opset13 as ops
 import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.convert.control_flow.builders import ti_lstm
-from tests.passes.rnn_builders import is_lstm, recurrent_loop
+from tests.passes.rnn_builders import is_lstm, recurrent_loop, spelled
 from tests.utils import assert_equivalent, count_loops, count_ops, rng_inputs, save_ir
 
 RECURRENT = ("LSTM", "GRU", "RNN")
@@ -246,15 +248,20 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
              "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1,
-             "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1}
+             "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1,
+             "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3}
+STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
 @pytest.mark.parametrize("name", sorted(FRAMEWORK))
 def test_tensorflow_frontend_fixtures(name: str) -> None:
     """Keras layers with return_sequences on and off (a one-row TensorList keeps the last output), go_backwards,
     Bidirectional (ReverseSequence around a forward loop), two layers one after the other (the second reads the
-    first's fused output), other activations, an RNN layer over an LSTMCell: fused, equal to OpenVINO and to
-    TensorFlow's outputs."""
+    first's fused output), other activations, an RNN layer over an LSTMCell, a run-time length, stacked cells in one
+    loop (LSTM, GRU, RNN: the first cell computed outside, the loop fused again); TensorFlow 1's dynamic_rnn over its
+    cells (control flow v1: the step read from a TensorArray scattered from the input, [x, h] times one matrix, the
+    output written to a TensorArray that grows), MultiRNNCell included: fused, equal to OpenVINO and to TensorFlow's
+    outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
@@ -267,7 +274,48 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     feed = dict(zip([i.name for i in fused.graph.input], inputs))
     for got, want in zip(run_onnxruntime(fused, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
-    assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == FRAMEWORK[name]
+    loops = STACKED.get(name, FRAMEWORK[name])
+    assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == loops
+
+
+def stacked_loop(*, second_reads_previous: bool, loop: bool) -> Any:
+    """Two spelled-out Keras LSTM cells in one TensorIterator or Loop body: the second reads the first's new h (a
+    stacked network), or its previous h (what a fused first cell does not provide per step)."""
+    rng = np.random.default_rng(0)
+    first, second = spelled("keras_lstm", rng, 4, 3), spelled("keras_lstm", rng, 3, 3)
+    X = ops.parameter([2, 5, 4], np.float32, name="X")
+    bx = ops.parameter([2, 1, 4], np.float32)
+    states = [ops.parameter([2, 3], np.float32) for _ in range(4)]
+    h1, c1 = first(ops.reshape(bx, ops.constant(np.array([-1, 4], np.int64)), False), states[0], states[1])
+    h2, c2 = second(states[0] if second_reads_previous else h1, states[2], states[3])
+    results = [ops.result(v) for v in (h1, c1, h2, c2)]
+    r_y = ops.result(ops.unsqueeze(h2, ops.constant(np.array([1], np.int64))))
+    if loop:
+        it = ops.parameter([], np.int64)
+        node = ops.loop(ops.constant(np.int64(5)), ops.constant(True))
+        node.set_function(ov.Model([ops.result(ops.constant(True)), *results, r_y], [it, bx, *states]))
+        node.set_special_body_ports([0, 0])
+    else:
+        node = ops.tensor_iterator()
+        node.set_body(ov.Model([*results, r_y], [bx, *states]))
+    node.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
+    zeros = ops.constant(np.zeros((2, 3), np.float32))
+    for p, r in zip(states, results):
+        node.set_merged_input(p, zeros.output(0), r.output(0))
+    outs = [node.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1), node.get_iter_value(results[1].output(0), -1)]
+    return ov.Model(outs, [X])
+
+
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("second_reads_previous", [False, True], ids=["stacked", "reads_previous_h"])
+def test_stacked_spelled_out_cells(tmp_path: Path, second_reads_previous: bool, loop: bool) -> None:
+    """Two spelled-out cells in one body: the first is fused before the loop, then the second (two LSTM nodes); a
+    second cell reading the first's previous h keeps the loop."""
+    xml = save_ir(stacked_loop(second_reads_previous=second_reads_previous, loop=loop), tmp_path)
+    inputs = rng_inputs([((2, 5, 4), np.float32)])
+    fused = assert_equivalent(xml, inputs, optimize=False)
+    assert_equivalent(xml, inputs)
+    assert (count_loops(fused), count_ops(fused, "LSTM")) == ((1, 0) if second_reads_previous else (0, 2))
 
 
 @pytest.mark.parametrize("starts_below,fused", [(0, True), (2, False)])
