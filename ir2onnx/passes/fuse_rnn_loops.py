@@ -593,7 +593,7 @@ def element0(v: ir.Value | None, index: Index) -> Lin | tuple[str, ir.Value] | N
         return element0(n.inputs[0], index)
     if n.op_type == "Concat" and n.inputs:  # what element 0 is found in is not empty
         return element0(n.inputs[0], index)
-    if n.op_type == "Shape" and int(attr(n, "start", 0)) == 0:  # type: ignore[arg-type]
+    if n.op_type == "Shape" and int(attr(n, "start", 0)) == 0 and shape_of(n.inputs[0]) != ():  # type: ignore[arg-type]
         return ("dim0", n.inputs[0])  # type: ignore[return-value]
     if n.op_type == "Slice" and _shape_op(n.inputs[0]) is not None and const_array(n.inputs[1]) is not None \
             and [int(a) for a in const_array(n.inputs[1]).reshape(-1)] == [0] \
