@@ -44,6 +44,7 @@ from ir2onnx.passes.static_shapes import infer_shapes
 logger = logging.getLogger(__name__)
 
 _LOOPS = ("Scan", "Loop")
+_MAX_ROUNDS = 64  # each round fuses a loop or takes a cell out of one: a bound on stacked cells, not a tuning knob
 
 
 class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
@@ -52,13 +53,16 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         fused = last = _process(model.graph, model.graph, names)
-        while last and any(n.op_type in _LOOPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+        rounds = 1
+        while last and rounds < _MAX_ROUNDS and any(n.op_type in _LOOPS
+                                                   for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             # a loop reading a fused one's output sees that output's shape (which its proofs need) only once
             # shapes are inferred through the new node: infer, try the loops left again
             RemoveUnusedNodesPass()(model)  # a peeled cell's nodes, and its step read, leave the body
             infer_shapes(model)
             last = _process(model.graph, model.graph, names)
             fused += last
+            rounds += 1
         if fused:  # weights that only the replaced bodies read
             keep = set(model.graph.inputs) | set(model.graph.outputs)
             for name, v in list(model.graph.initializers.items()):
@@ -250,7 +254,7 @@ def _peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     gathered = at is not None and shape_of(at) in ((), (1,))
     if not (gathered or (node.op_type == "Scan" and view.x in body.inputs)) or h_new is None \
             or any(new is None or view_root(st.body_out)[0] is not new for st, new in states) \
-            or any(st.body_in in _live_reads(body, h_new, {st.body_out for st, _ in states}) for st, _ in states):
+            or _still_read(body, h_new, states):
         raise NoMatch("a carried value is not the cell's new state")
     x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state)
     steps = em.squeeze(y, [1])  # [T, B, H] in time order
@@ -324,6 +328,13 @@ def _drop_unread_scan_inputs(scan: ir.Node, body: ir.Graph) -> None:
     scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
     for k, v in ints.items():
         scan.attributes[k] = ir.AttrInt64s(k, [v[j] for j in keep])
+
+
+def _still_read(body: ir.Graph, h_new: ir.Value, states: list[tuple[State, ir.Value | None]]) -> bool:
+    """Whether, once h_new is read from outside and the cell's states pass through, the body still reads the cell's
+    previous states or its new cell state (the cell would stay in the body)."""
+    reads = _live_reads(body, h_new, {st.body_out for st, _ in states})
+    return any(st.body_in in reads or (new is not None and new is not h_new and new in reads) for st, new in states)
 
 
 def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir.Value]:

@@ -278,16 +278,16 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == loops
 
 
-def stacked_loop(*, second_reads_previous: bool, loop: bool) -> Any:
+def stacked_loop(*, second_reads: str, loop: bool) -> Any:
     """Two spelled-out Keras LSTM cells in one TensorIterator or Loop body: the second reads the first's new h (a
-    stacked network), or its previous h (what a fused first cell does not provide per step)."""
+    stacked network), or its previous h or its new c (what a fused first cell does not provide per step)."""
     rng = np.random.default_rng(0)
     first, second = spelled("keras_lstm", rng, 4, 3), spelled("keras_lstm", rng, 3, 3)
     X = ops.parameter([2, 5, 4], np.float32, name="X")
     bx = ops.parameter([2, 1, 4], np.float32)
     states = [ops.parameter([2, 3], np.float32) for _ in range(4)]
     h1, c1 = first(ops.reshape(bx, ops.constant(np.array([-1, 4], np.int64)), False), states[0], states[1])
-    h2, c2 = second(states[0] if second_reads_previous else h1, states[2], states[3])
+    h2, c2 = second({"new_h": h1, "previous_h": states[0], "new_c": c1}[second_reads], states[2], states[3])
     results = [ops.result(v) for v in (h1, c1, h2, c2)]
     r_y = ops.result(ops.unsqueeze(h2, ops.constant(np.array([1], np.int64))))
     if loop:
@@ -307,15 +307,15 @@ def stacked_loop(*, second_reads_previous: bool, loop: bool) -> Any:
 
 
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
-@pytest.mark.parametrize("second_reads_previous", [False, True], ids=["stacked", "reads_previous_h"])
-def test_stacked_spelled_out_cells(tmp_path: Path, second_reads_previous: bool, loop: bool) -> None:
+@pytest.mark.parametrize("second_reads", ["new_h", "previous_h", "new_c"])
+def test_stacked_spelled_out_cells(tmp_path: Path, second_reads: str, loop: bool) -> None:
     """Two spelled-out cells in one body: the first is fused before the loop, then the second (two LSTM nodes); a
-    second cell reading the first's previous h keeps the loop."""
-    xml = save_ir(stacked_loop(second_reads_previous=second_reads_previous, loop=loop), tmp_path)
+    second cell reading the first's previous h or new c keeps the loop."""
+    xml = save_ir(stacked_loop(second_reads=second_reads, loop=loop), tmp_path)
     inputs = rng_inputs([((2, 5, 4), np.float32)])
     fused = assert_equivalent(xml, inputs, optimize=False)
     assert_equivalent(xml, inputs)
-    assert (count_loops(fused), count_ops(fused, "LSTM")) == ((1, 0) if second_reads_previous else (0, 2))
+    assert (count_loops(fused), count_ops(fused, "LSTM")) == ((0, 2) if second_reads == "new_h" else (1, 0))
 
 
 @pytest.mark.parametrize("starts_below,fused", [(0, True), (2, False)])
