@@ -177,9 +177,10 @@ CASES.update({
 })
 
 
-def _v1_rnn(make_cell: Callable[[], object]) -> Callable[[], Built]:
-    """A TensorFlow 1 graph, tf.compat.v1.nn.dynamic_rnn over a cell with control flow v1 (Enter/Exit/Merge/Switch,
-    TensorArrayV3), frozen, as legacy models were saved; batch of run-time size."""
+def _v1_rnn(make_cell: Callable[[], object], bidirectional: bool = False) -> Callable[[], Built]:
+    """A TensorFlow 1 graph, tf.compat.v1.nn.dynamic_rnn (or bidirectional_dynamic_rnn, outputs concatenated) over a
+    cell with control flow v1 (Enter/Exit/Merge/Switch, TensorArrayV3), frozen, as legacy models were saved; batch of
+    run-time size."""
     def build() -> Built:
         v1 = tf.compat.v1
         v1.disable_control_flow_v2()
@@ -188,7 +189,11 @@ def _v1_rnn(make_cell: Callable[[], object]) -> Callable[[], Built]:
             with graph.as_default():
                 v1.set_random_seed(0)
                 x = v1.placeholder(tf.float32, (None, T, I), name="x")
-                y, _ = v1.nn.dynamic_rnn(make_cell(), x, dtype=tf.float32)
+                if bidirectional:
+                    ys, _ = v1.nn.bidirectional_dynamic_rnn(make_cell(), make_cell(), x, dtype=tf.float32)
+                    y = tf.concat(ys, -1)
+                else:
+                    y, _ = v1.nn.dynamic_rnn(make_cell(), x, dtype=tf.float32)
                 y = tf.identity(y, name="y")
                 with v1.Session(graph=graph) as sess:
                     sess.run(v1.global_variables_initializer())
@@ -216,6 +221,7 @@ def _v1_cells() -> dict[str, Callable[[], object]]:
 
 
 CASES.update({f"v1_{name}": _v1_rnn(make) for name, make in _v1_cells().items()})
+CASES["v1_bidirectional_lstm_cell"] = _v1_rnn(lambda: _v1_cells()["lstm_cell"](), bidirectional=True)
 
 
 def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:

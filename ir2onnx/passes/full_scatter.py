@@ -12,7 +12,7 @@ import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
 from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer
-from ir2onnx.passes.loop_utils import const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
 
 
 class FullScatterPass(ir.passes.InPlacePass):
@@ -48,7 +48,7 @@ def _is_full(node: ir.Node) -> bool:
     # data: Expand(c, Shape(updates)) with c [rows or 1, 1, ...]: the shape of updates
     ex = producer(data, "Expand")
     shape = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Shape") if ex is not None else None
-    if shape is None or shape.inputs[0] is not updates or int(attr(shape, "start", 0)) != 0 \
+    if shape is None or _shaped_as(shape.inputs[0]) is not _shaped_as(updates) or int(attr(shape, "start", 0)) != 0 \
             or attr(shape, "end") is not None:
         return False
     return _unit_or_rows(ex.inputs[0], updates, index)  # type: ignore[union-attr]
@@ -76,6 +76,15 @@ def _dim0_lin(v: ir.Value) -> Lin | None:
         return dim_lin(v, 0)
     except NoMatch:
         return None
+
+
+def _shaped_as(v: ir.Value | None) -> ir.Value | None:
+    """The value `v` has the shape of, through ops that keep their first input's shape (OpenVINO's frontend may read
+    the shape of the reversed sequence for the forward one's buffer)."""
+    while (n := producer(v, "ReverseSequence", "Identity", "Cast", *UNARY_ELEMENTWISE)) is not None \
+            and n.inputs and n.inputs[0] is not None and (n.op_type == "ReverseSequence" or len(n.inputs) == 1):
+        v = n.inputs[0]
+    return v
 
 
 def _skip(v: ir.Value | None, op: str) -> ir.Value | None:

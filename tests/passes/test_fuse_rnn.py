@@ -249,7 +249,7 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
              "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1,
              "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1,
-             "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3}
+             "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
