@@ -13,6 +13,7 @@ import onnx_ir as ir
 from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
 from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer
 from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
+from ir2onnx.passes.static_shapes import StaticShapes
 
 
 class FullScatterPass(ir.passes.InPlacePass):
@@ -65,7 +66,10 @@ def _unit_or_rows(c: ir.Value | None, updates: ir.Value, index: Index) -> bool:
     if ex is None or ex.inputs[0] is None or ex.inputs[0].const_value is None or ex.inputs[0].const_value.size != 1:
         return False
     cat = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Concat")
-    if cat is None or len(cat.inputs) != 2 or any(d != 1 for d in const_ints(cat.inputs[1]) or [0]):
+    ones = const_ints(cat.inputs[1]) if cat is not None and len(cat.inputs) == 2 else None
+    rank = len(updates.shape) if updates.shape is not None else None
+    if cat is None or not ones or any(d != 1 for d in ones) or StaticShapes()(cat.inputs[0]) != (1,) \
+            or rank is None or 1 + len(ones) > rank:  # [rows, 1, ...], at most the rank of updates
         return False
     first = element0(cat.inputs[0], index)  # type: ignore[arg-type]
     return first == ("dim0", updates) or first == _dim0_lin(updates)
