@@ -177,10 +177,10 @@ CASES.update({
 })
 
 
-def _v1_rnn(make_cell: Callable[[], object], bidirectional: bool = False) -> Callable[[], Built]:
+def _v1_rnn(make_cell: Callable[[], object], bidirectional: bool = False, lengths: bool = False) -> Callable[[], Built]:
     """A TensorFlow 1 graph, tf.compat.v1.nn.dynamic_rnn (or bidirectional_dynamic_rnn, outputs concatenated) over a
     cell with control flow v1 (Enter/Exit/Merge/Switch, TensorArrayV3), frozen, as legacy models were saved; batch of
-    run-time size."""
+    run-time size. `lengths`: per-row sequence lengths, a second input (`sequence_length=`)."""
     def build() -> Built:
         v1 = tf.compat.v1
         v1.disable_control_flow_v2()
@@ -189,20 +189,22 @@ def _v1_rnn(make_cell: Callable[[], object], bidirectional: bool = False) -> Cal
             with graph.as_default():
                 v1.set_random_seed(0)
                 x = v1.placeholder(tf.float32, (None, T, I), name="x")
+                lens = v1.placeholder(tf.int32, (None,), name="lens") if lengths else None
                 if bidirectional:
                     ys, _ = v1.nn.bidirectional_dynamic_rnn(make_cell(), make_cell(), x, dtype=tf.float32)
                     y = tf.concat(ys, -1)
                 else:
-                    y, _ = v1.nn.dynamic_rnn(make_cell(), x, dtype=tf.float32)
+                    y, _ = v1.nn.dynamic_rnn(make_cell(), x, sequence_length=lens, dtype=tf.float32)
                 y = tf.identity(y, name="y")
                 with v1.Session(graph=graph) as sess:
                     sess.run(v1.global_variables_initializer())
                     data = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
-                    expected = sess.run(y, {x: data})
+                    inputs = [data] + ([np.array([T, 3], np.int32)[:B]] if lengths else [])
+                    expected = sess.run(y, dict(zip([x, lens] if lengths else [x], inputs)))
                     frozen = v1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["y"])
         finally:
             v1.enable_control_flow_v2()
-        return ov.convert_model(frozen), [data], [expected]
+        return ov.convert_model(frozen), inputs, [expected]
     return build
 
 
@@ -222,6 +224,8 @@ def _v1_cells() -> dict[str, Callable[[], object]]:
 
 CASES.update({f"v1_{name}": _v1_rnn(make) for name, make in _v1_cells().items()})
 CASES["v1_bidirectional_lstm_cell"] = _v1_rnn(lambda: _v1_cells()["lstm_cell"](), bidirectional=True)
+CASES["v1_lstm_cell_sequence_length"] = _v1_rnn(lambda: _v1_cells()["lstm_cell"](), lengths=True)
+CASES["v1_gru_cell_sequence_length"] = _v1_rnn(lambda: _v1_cells()["gru_cell"](), lengths=True)
 
 
 def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:

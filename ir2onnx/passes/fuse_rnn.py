@@ -28,13 +28,15 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
-from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan
+from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan, step_lengths
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     NoMatch,
     all_names,
+    const_array,
     distinct_output,
     fresh_name,
+    producer,
     shape_of,
     view_root,
 )
@@ -90,13 +92,14 @@ def _process(graph: ir.Graph, root: ir.Graph, names: set[str]) -> int:
     return fused
 
 
-def match_cell(view: LoopView) -> Cell:
-    """The one recurrent cell that a step of the loop computes (NoMatch when there is none)."""
+def match_cell(view: LoopView, mask: _Mask | None = None) -> Cell:
+    """The one recurrent cell that a step of the loop computes (NoMatch when there is none); `mask`: states kept past
+    each row's length are read through it."""
     body = view.node.attributes["body"].value
     if any(n.op_type in ("LSTM", "GRU", "RNN") for n in body):
         return step_node_cell(body)
     reasons: list[str] = []
-    roots = [(s, view_root(s.body_out)[0]) for s in view.states]
+    roots = [(s, view_root(mask.unmask(s.body_out, s.body_in) if mask else s.body_out)[0]) for s in view.states]
     for hs, h_new in roots:
         for cs, c_new in roots:
             if cs is not hs:
@@ -130,14 +133,15 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     view = analyse_scan(node) if node.op_type == "Scan" else analyse_loop(node)
     if view.steps == 0:
         raise NoMatch("the sequence is empty")
-    cell = match_cell(view)
+    mask = _Mask(view)
+    cell = match_cell(view, mask)
     if view_root(cell.x)[0] is not view.x:
         raise NoMatch("the cell's input is not the current step of the sequence")
     h_state = _state_of(view, cell.h_in, "hidden state")
     c_state = _state_of(view, cell.c_in, "cell state")
     plan: list[tuple[State, str, str | None, list[ir.Node]]] = []  # (state, kind, form, glue)
     for s in view.states:
-        r, chain = view_root(s.body_out)
+        r, chain = view_root(mask.unmask(s.body_out, s.body_in))
         if r is s.body_in and all(n.op_type == "Identity" for n in chain):  # carried through unchanged
             plan.append((s, "same", None, []))
             continue
@@ -150,7 +154,7 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
     stacked = []
     for o in view.outputs:
-        r, chain = view_root(o.body_out)
+        r, chain = view_root(mask.unmask(o.body_out, None))
         if r not in cell.h_out:
             raise NoMatch(f"per-step output {o.body_out.name} is not the cell's new hidden state")
         rank = shape_of(o.body_out)
@@ -159,7 +163,7 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1))
     lasts = []
     for b in view.buffers:
-        r, chain = view_root(b.row)
+        r, chain = view_root(mask.unmask(b.row, None))
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
         if b.last:
@@ -169,7 +173,51 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     for s, _ in view.counters:
         if _used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
-    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts)
+    if mask.lens is not None and (h_state is None or (cell.op == "LSTM" and c_state is None)):
+        raise NoMatch("masked steps over states without initial values")
+    if view.capped_by is not None and view.capped_by is not _uncast(mask.lens):
+        raise NoMatch("the loop may stop before the sequence ends")
+    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens)
+
+
+def _uncast(v: ir.Value | None) -> ir.Value | None:
+    while (n := producer(v, "Cast")) is not None:
+        v = n.inputs[0]
+    return v
+
+
+class _Mask:
+    """TensorFlow 1's dynamic_rnn(sequence_length=lens): from a row's length on, the body keeps the states
+    (Where(k >= lens, previous, new)) and outputs zeros (Where(k >= lens, 0, new)): what ONNX's recurrent nodes do
+    with sequence_lens. `unmask` sees through that Where (one mask for all), recording the lengths."""
+
+    def __init__(self, view: LoopView) -> None:
+        self.view = view
+        self.cond: ir.Value | None = None
+        self.lens: ir.Value | None = None
+
+    def unmask(self, v: ir.Value, previous: ir.Value | None) -> ir.Value:
+        """The new value `v` selects past the mask (previous: the state kept; None: zeros), else `v`."""
+        n = producer(view_root(v)[0], "Where")
+        if n is None or len(n.inputs) != 3:
+            return v
+        cond, kept, new = n.inputs
+        if previous is not None:
+            ok = kept is not None and view_root(kept)[0] is previous
+        else:
+            ex = producer(kept, "Expand")  # zeros of a run-time shape: a zero broadcast
+            zeros = const_array(ex.inputs[0] if ex is not None else kept)
+            ok = zeros is not None and not zeros.any()
+        if not ok or new is None:
+            return v
+        if self.cond is None:
+            self.lens = step_lengths(cond, self.view)
+            if self.lens is None:
+                return v
+            self.cond = cond
+        elif cond is not self.cond:
+            raise NoMatch("two masks")
+        return new
 
 
 def _initial(em: Emitter, cell_in: ir.Value, state: State, rank: int) -> ir.Value:
@@ -191,9 +239,9 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
           stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
-          lasts: list[tuple[State, str, list[ir.Node]]]) -> None:
+          lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None) -> None:
     node = view.node
-    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state)
+    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
     replacements: dict[ir.Value, ir.Value] = {}
     or_initial = _OrInitial(em, view, x)
     for s, kind, form, chain in plan:
@@ -358,9 +406,11 @@ def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir
     return reads
 
 
-def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None,
-               c_state: State | None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value | None]:
-    """The fused node over the whole sequence: (its input, Y, Y_h, Y_c)."""
+def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
+               lens: ir.Value | None = None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value | None]:
+    """The fused node over the whole sequence: (its input, Y, Y_h, Y_c). `lens`: per-row lengths (masked steps),
+    clipped to [0, steps] (a longer length masks nothing, a negative one everything); a row of length 0 keeps its
+    initial states."""
     _, x_chain = view_root(cell.x)
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
     if cell.x_rank == 3:
@@ -369,9 +419,19 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None,
     ins.append(_initial(em, cell.h_in, h_state, cell.state_rank) if h_state is not None else None)
     if cell.op == "LSTM":
         ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
+    if lens is not None:
+        steps = em.op1("Shape", [x], {"start": 0, "end": 1})
+        clipped = em.op1("Max", [em.op1("Min", [em.op1("Cast", [lens], {"to": ir.DataType.INT64}), steps]),
+                                 em.i64([0])])
+        ins[4] = em.op1("Cast", [clipped], {"to": ir.DataType.INT32})
     attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
     outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)
-    return x, outs[0], outs[1], outs[2] if cell.op == "LSTM" else None
+    finals: list[ir.Value | None] = [outs[1], outs[2] if cell.op == "LSTM" else None]
+    if lens is not None:
+        ran = em.op1("Reshape", [em.op1("Greater", [clipped, em.i64([0])]), em.i64([1, -1, 1])])
+        inits = [*ins[5:], None]
+        finals = [em.op1("Where", [ran, f, inits[i]]) if f is not None else None for i, f in enumerate(finals)]
+    return x, outs[0], finals[0], finals[1]  # type: ignore[return-value]
 
 
 class _OrInitial:

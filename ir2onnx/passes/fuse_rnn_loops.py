@@ -57,6 +57,8 @@ class LoopView:
     buffers: list[Buffer] = field(default_factory=list)
     counters: list[tuple[State, int]] = field(default_factory=list)  # (state, value at step 0), +1 per step
     steps: int | None = None  # the number of steps when known
+    index: Index | None = None  # a Loop body's integer arithmetic (the step k)
+    capped_by: ir.Value | None = None  # the loop may stop at the longest of these lengths (see Index._min_max)
 
 
 def _body(node: ir.Node) -> ir.Graph:
@@ -141,6 +143,7 @@ class Index:
         self.iteration = iteration
         self.counters = counters
         self.body = body
+        self.capped_by: ir.Value | None = None  # min(x, the run-time max of these lengths) was taken as x
 
     def lin(self, v: ir.Value | None) -> Lin:
         if v is None:
@@ -193,7 +196,15 @@ class Index:
 
     def _min_max(self, op: str, a: ir.Value, b: ir.Value) -> Lin:
         """Min/Max of two constants, of a value with itself, and min(a, max(c, a)) = a (TensorFlow 1's
-        maximum_iterations = min(steps, max(1, steps)))."""
+        maximum_iterations = min(steps, max(1, steps))). min(a, max(1, reduce_max(lens))) (TensorFlow 1's bound with
+        sequence lengths) is taken as a, the lengths recorded in `capped_by`: whoever relies on it must prove that
+        every step from the longest length on changes nothing (fuse_rnn's mask)."""
+        if op == "Min":
+            for x, y in ((a, b), (b, a)):
+                lens = _max_length(y)
+                if lens is not None and (self.capped_by is None or self.capped_by is lens):
+                    self.capped_by = lens
+                    return self.lin(x)
         la, lb = self.lin(a), self.lin(b)
         if la == lb:
             return la
@@ -216,6 +227,73 @@ class Index:
         return Lin(const=d) if d is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
 
 
+def step_lengths(cond: ir.Value | None, view: LoopView) -> ir.Value | None:
+    """The per-row lengths `lens` ([batch] integers, outer) when `cond` is the mask k >= lens of a forward Loop over
+    the sequence (k the step), made [batch, 1] by reshapes that only add or drop unit axes; else None."""
+    if view.index is None or view.reverse or cond is None:
+        return None
+    chain: list[ir.Node] = []
+    v = cond
+    while (n := producer(v, "Reshape", "Squeeze", "Unsqueeze")) is not None:
+        chain.append(n)
+        v = n.inputs[0]
+    ge = producer(v, "GreaterOrEqual")
+    if ge is None or ge.inputs[1] is None or rank_of_value(ge.inputs[1]) != 1:
+        return None
+    t, lens = ge.inputs
+    dims: list[object] | None = ["B"]  # the mask's dims: "B" (a row per batch row) or 1
+    for n in reversed(chain):
+        dims = _unit_reshape(n, dims, (lens, ge.outputs[0]))  # type: ignore[arg-type]
+        if dims is None:
+            return None
+    if dims != ["B", 1]:
+        return None
+    try:
+        if view.index.lin(t) != Lin(k=1):
+            return None
+    except NoMatch:
+        return None
+    return lens if lens is not None and lens.graph is not view.index.body else None
+
+
+def rank_of_value(v: ir.Value) -> int | None:
+    shape = shape_of(v)
+    return None if shape is None else len(shape)
+
+
+def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...]) -> list[object] | None:
+    """The dims after `n` (Squeeze/Unsqueeze of unit axes, or a Reshape to [1, .., the length of a `rows_of` vector,
+    .., 1]); None when it would move the batch rows."""
+    if n.op_type in ("Squeeze", "Unsqueeze"):
+        axes = const_ints(n.inputs[1]) if len(n.inputs) > 1 else None
+        if not axes:
+            return None
+        if n.op_type == "Squeeze":
+            axes = [a % len(dims) for a in axes]
+            return None if any(dims[a] != 1 for a in axes) else [d for i, d in enumerate(dims) if i not in axes]
+        out: list[object] = list(dims)
+        for a in sorted(a % (len(dims) + len(axes)) for a in axes):
+            out.insert(a, 1)
+        return out
+    pieces = producer(_through(n.inputs[1], "Cast", "Reshape"), "Concat")
+    target: list[object] = []
+    for p in pieces.inputs if pieces is not None else [n.inputs[1]]:
+        c = const_ints(p)
+        sh = producer(_through(p, "Cast"), "Shape")
+        if c is not None:
+            target += c
+        elif sh is not None and sh.inputs[0] in rows_of and int(attr(sh, "start", 0)) == 0:  # type: ignore[arg-type]
+            target.append("B")
+        else:
+            return None
+    if target.count(-1) == 1:
+        target[target.index(-1)] = 1 if "B" in target else "B"
+    static = shape_of(rows_of[0])
+    rows = static[0] if static else None
+    target = ["B" if t == rows and isinstance(t, int) and t != 1 else t for t in target]
+    return target if target.count("B") == 1 and all(t in (1, "B") for t in target) else None
+
+
 def outer_index() -> Index:
     """Integer arithmetic over values outside any loop (constants and dims of tensors)."""
     return Index(None, {}, None)  # type: ignore[arg-type]
@@ -224,6 +302,25 @@ def outer_index() -> Index:
 def dim_lin(src: ir.Value | None, axis: int) -> Lin:
     """The size of `axis` of `src`: a constant, or that dim followed to its origin."""
     return Index._dim(src, axis)
+
+
+def _max_length(v: ir.Value | None) -> ir.Value | None:
+    """lens when v is max(1, reduce_max(lens)) or reduce_max(lens) over a vector of lengths (through Casts)."""
+    m = producer(v, "Max")
+    if m is not None and len(m.inputs) == 2:
+        for one, other in ((m.inputs[0], m.inputs[1]), (m.inputs[1], m.inputs[0])):
+            if int_scalar(one) == 1:
+                v = other
+                break
+        else:
+            return None
+    while (n := producer(v, "Cast")) is not None:
+        v = n.inputs[0]
+    r = producer(v, "ReduceMax")
+    if r is None or r.inputs[0] is None or shape_of(r.inputs[0]) is None or len(shape_of(r.inputs[0])) != 1 \
+            or int(attr(r, "keepdims", 1)) != 0:  # type: ignore[arg-type]
+        return None
+    return r.inputs[0]
 
 
 def _shape_op(v: ir.Value | None) -> ir.Node | None:
@@ -335,6 +432,7 @@ class LoopIterations:
     index: Index
     bound: Lin | None
     guards: list[Lin]  # the loop starts only if each is > 0 (a computed initial condition: counter < limit terms)
+    capped_by: ir.Value | None = None  # the loop may stop once the longest of these lengths is reached
 
 
 def starts_when_nonempty(guard: Lin, length: Lin) -> bool:
@@ -376,7 +474,7 @@ def loop_iterations(node: ir.Node) -> LoopIterations:
         if m.k:
             raise NoMatch("trip count depends on the iteration")
         bound = _min(bound, m)
-    return LoopIterations(states, index, bound, guards)
+    return LoopIterations(states, index, bound, guards, index.capped_by)
 
 
 def _guards(cond: ir.Value, index: Index) -> list[Lin]:
@@ -428,7 +526,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
         s = em.to0(src, axis, rank)
         return em.unsqueeze(s, [axis + 1]) if keeps else s
 
-    view = LoopView(node, x, stack_x, reverse, steps=size)
+    view = LoopView(node, x, stack_x, reverse, steps=size, index=index, capped_by=it.capped_by)
     for s in states:
         if s.body_in in counters:
             view.counters.append((s, counters[s.body_in]))

@@ -39,7 +39,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
     except NoMatch:
         return False
     bound = it.bound
-    if bound is None or bound.k or (not bound.dim and bound.const < 1):
+    if bound is None or bound.k or (not bound.dim and bound.const < 1) or it.capped_by is not None:
         return False
     rows: dict[int, ir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
     for i, s in enumerate(it.states):

@@ -249,7 +249,8 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,
              "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1,
              "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1,
-             "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2}
+             "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2,
+             "tf_v1_lstm_cell_sequence_length": 1, "tf_v1_gru_cell_sequence_length": 1}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -338,6 +339,20 @@ def test_tensorflow_run_time_length(name: str, op: str, steps: int) -> None:
     d = FIXTURES / name
     x = np.load(d / "inputs.npz")["x"][:, :steps]
     fused = assert_equivalent(d / "model.xml", [x], rtol=1e-4)
+    assert count_loops(fused) == 0 and count_ops(fused, op) == 1
+
+
+@pytest.mark.parametrize("lengths", [[6, 3], [0, 6], [1, 2], [9, 6], [-1, 4]],
+                         ids=["full_and_short", "empty_row", "short", "longer_than_sequence", "negative"])
+@pytest.mark.parametrize("name,op", [("tf_v1_lstm_cell_sequence_length", "LSTM"),
+                                     ("tf_v1_gru_cell_sequence_length", "GRU")])
+def test_tensorflow_v1_sequence_length(name: str, op: str, lengths: list[int]) -> None:
+    """TensorFlow 1's dynamic_rnn(sequence_length=lens) masks each row from its length on (states kept, outputs
+    zero): fused with sequence_lens clipped to [0, steps], a row of length 0 keeping its initial states; equal to
+    OpenVINO for every kind of length."""
+    d = FIXTURES / name
+    x = np.load(d / "inputs.npz")["x:0"]
+    fused = assert_equivalent(d / "model.xml", [x, np.array(lengths, np.int32)], rtol=1e-4)
     assert count_loops(fused) == 0 and count_ops(fused, op) == 1
 
 
