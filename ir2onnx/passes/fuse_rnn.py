@@ -198,8 +198,9 @@ class _Mask:
 
     def unmask(self, v: ir.Value, previous: ir.Value | None) -> ir.Value:
         """The new value `v` selects past the mask (previous: the state kept; None: zeros), else `v`."""
-        n = producer(view_root(v)[0], "Where")
-        if n is None or len(n.inputs) != 3:
+        root, chain = view_root(v)
+        n = producer(root, "Where")
+        if n is None or len(n.inputs) != 3 or any(g.op_type != "Identity" for g in chain):  # glue would be lost
             return v
         cond, kept, new = n.inputs
         if previous is not None:
