@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
-from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer
+from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer, through
 from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
@@ -35,8 +35,8 @@ def _is_full(node: ir.Node) -> bool:
     index = outer_index()
     rows = ("dim0", updates)
     # indices: Range(0, rows of updates, 1) as a column
-    col = producer(_skip_casts(indices), "Unsqueeze")
-    rng = producer(_skip_casts(col.inputs[0]), "Range") if col is not None else None
+    col = producer(through(indices, "Cast"), "Unsqueeze")
+    rng = producer(through(col.inputs[0], "Cast"), "Range") if col is not None else None
     if col is None or rng is None or const_ints(col.inputs[1]) not in ([1], [-1]):
         return False
     try:
@@ -48,7 +48,7 @@ def _is_full(node: ir.Node) -> bool:
         return False
     # data: Expand(c, Shape(updates)) with c [rows or 1, 1, ...]: the shape of updates
     ex = producer(data, "Expand")
-    shape = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Shape") if ex is not None else None
+    shape = producer(through(ex.inputs[1], "Reshape", "Cast"), "Shape") if ex is not None else None
     if shape is None or _shaped_as(shape.inputs[0]) is not _shaped_as(updates) or int(attr(shape, "start", 0)) != 0 \
             or attr(shape, "end") is not None:
         return False
@@ -65,7 +65,7 @@ def _unit_or_rows(c: ir.Value | None, updates: ir.Value, index: Index) -> bool:
     ex = producer(c, "Expand")
     if ex is None or ex.inputs[0] is None or ex.inputs[0].const_value is None or ex.inputs[0].const_value.size != 1:
         return False
-    cat = producer(_skip_casts(_skip(ex.inputs[1], "Reshape")), "Concat")
+    cat = producer(through(ex.inputs[1], "Reshape", "Cast"), "Concat")
     ones = const_ints(cat.inputs[1]) if cat is not None and len(cat.inputs) == 2 else None
     rank = len(updates.shape) if updates.shape is not None else None
     if cat is None or not ones or any(d != 1 for d in ones) or StaticShapes()(cat.inputs[0]) != (1,) \
@@ -87,16 +87,5 @@ def _shaped_as(v: ir.Value | None) -> ir.Value | None:
     the shape of the reversed sequence for the forward one's buffer)."""
     while (n := producer(v, "ReverseSequence", "Identity", "Cast", *UNARY_ELEMENTWISE)) is not None \
             and n.inputs and n.inputs[0] is not None and (n.op_type == "ReverseSequence" or len(n.inputs) == 1):
-        v = n.inputs[0]
-    return v
-
-
-def _skip(v: ir.Value | None, op: str) -> ir.Value | None:
-    n = producer(v, op)
-    return n.inputs[0] if n is not None else v
-
-
-def _skip_casts(v: ir.Value | None) -> ir.Value | None:
-    while (n := producer(v, "Cast")) is not None:
         v = n.inputs[0]
     return v

@@ -38,9 +38,10 @@ from ir2onnx.passes.fuse_rnn_util import (
     fresh_name,
     producer,
     shape_of,
+    through,
     view_root,
 )
-from ir2onnx.passes.loop_utils import inherit_meta, scan_ints
+from ir2onnx.passes.loop_utils import inherit_meta, keep_read_scan_inputs, scan_ints
 from ir2onnx.passes.static_shapes import infer_shapes
 
 logger = logging.getLogger(__name__)
@@ -175,15 +176,9 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
             raise NoMatch("a counter's final value depends on a dynamic length")
     if mask.lens is not None and (h_state is None or (cell.op == "LSTM" and c_state is None)):
         raise NoMatch("masked steps over states without initial values")
-    if view.capped_by is not None and view.capped_by is not _uncast(mask.lens):
+    if view.capped_by is not None and view.capped_by is not through(mask.lens, "Cast"):
         raise NoMatch("the loop may stop before the sequence ends")
     _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens)
-
-
-def _uncast(v: ir.Value | None) -> ir.Value | None:
-    while (n := producer(v, "Cast")) is not None:
-        v = n.inputs[0]
-    return v
 
 
 class _Mask:
@@ -330,16 +325,13 @@ def _peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         added.append(ir.Node("", "Gather", [steps, at], [ir.AttrInt64("axis", 0)], outputs=[row],
                              name=fresh_name(names, f"{h_new.name}/fused_node")))
         body.insert_after(read, [inherit_meta(n, read) for n in added])  # type: ignore[arg-type]
-    else:  # one more scan input, read in the sequence's direction
+    else:  # one more scan input, read in the sequence's direction (the old one is dropped below once unread)
         n_scan = int(node.attributes["num_scan_inputs"].value)
-        ints = {k: scan_ints(node, k, n_scan) for k in ("scan_input_axes", "scan_input_directions")}
+        axes = [*scan_ints(node, "scan_input_axes", n_scan), 0]
+        directions = [*scan_ints(node, "scan_input_directions", n_scan), 1 if view.reverse else 0]
         node.resize_inputs(len(node.inputs) + 1)
         node.replace_input_with(len(node.inputs) - 1, steps)
         body.inputs.append(row)
-        node.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", n_scan + 1)
-        node.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [*ints["scan_input_axes"], 0])
-        node.attributes["scan_input_directions"] = ir.AttrInt64s(
-            "scan_input_directions", [*ints["scan_input_directions"], 1 if view.reverse else 0])
     h_new.replace_all_uses_with(row, replace_graph_outputs=True)
     for st, _ in states:  # pass through: nothing in the body reads them any more
         body.outputs[body.outputs.index(row if st.body_out is h_new else st.body_out)] = \
@@ -350,11 +342,12 @@ def _peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             new.name, old.name = old.name, f"{old.name}/unfused"
         old.replace_all_uses_with(new, replace_graph_outputs=True)
     if not gathered:
-        _drop_unread_scan_inputs(node, body)
+        _remove_dead_nodes(body)
+        keep_read_scan_inputs(node, body, axes, directions)
 
 
-def _drop_unread_scan_inputs(scan: ir.Node, body: ir.Graph) -> None:
-    """Remove the body's dead nodes, then the scan inputs nothing reads any more."""
+def _remove_dead_nodes(body: ir.Graph) -> None:
+    """The peeled cell's nodes, which nothing reads any more (its step read included)."""
     changed = True
     while changed:
         changed = False
@@ -362,21 +355,6 @@ def _drop_unread_scan_inputs(scan: ir.Node, body: ir.Graph) -> None:
             if not any(o.uses() or o.is_graph_output() for o in n.outputs):
                 body.remove(n, safe=True)
                 changed = True
-    n_scan = int(scan.attributes["num_scan_inputs"].value)
-    n_state = len(scan.inputs) - n_scan
-    ints = {k: scan_ints(scan, k, n_scan) for k in ("scan_input_axes", "scan_input_directions")}
-    keep = [j for j in range(n_scan) if body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output()]
-    values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
-    params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
-    scan.resize_inputs(0)
-    scan.resize_inputs(len(values))
-    for i, v in enumerate(values):
-        scan.replace_input_with(i, v)
-    body.inputs.clear()
-    body.inputs.extend(params)
-    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
-    for k, v in ints.items():
-        scan.attributes[k] = ir.AttrInt64s(k, [v[j] for j in keep])
 
 
 def _still_read(body: ir.Graph, h_new: ir.Value, states: list[tuple[State, ir.Value | None]]) -> bool:

@@ -15,7 +15,17 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.full_lengths import dim_root
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, attr, const_array, int_scalar, producer, shape_of
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    NoMatch,
+    attr,
+    const_array,
+    int_scalar,
+    producer,
+    rank_of,
+    shape_of,
+    through,
+)
 from ir2onnx.passes.loop_utils import const_ints
 from ir2onnx.passes.static_shapes import StaticShapes
 
@@ -238,7 +248,7 @@ def step_lengths(cond: ir.Value | None, view: LoopView) -> ir.Value | None:
         chain.append(n)
         v = n.inputs[0]
     ge = producer(v, "GreaterOrEqual")
-    if ge is None or ge.inputs[1] is None or rank_of_value(ge.inputs[1]) != 1:
+    if ge is None or ge.inputs[1] is None or rank_of(ge.inputs[1]) != 1:
         return None
     t, lens = ge.inputs
     dims: list[object] | None = ["B"]  # the mask's dims: "B" (a row per batch row) or 1
@@ -256,11 +266,6 @@ def step_lengths(cond: ir.Value | None, view: LoopView) -> ir.Value | None:
     return lens if lens is not None and lens.graph is not view.index.body else None
 
 
-def rank_of_value(v: ir.Value) -> int | None:
-    shape = shape_of(v)
-    return None if shape is None else len(shape)
-
-
 def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...]) -> list[object] | None:
     """The dims after `n` (Squeeze/Unsqueeze of unit axes, or a Reshape to [1, .., the length of a `rows_of` vector,
     .., 1]); None when it would move the batch rows."""
@@ -275,11 +280,11 @@ def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...])
         for a in sorted(a % (len(dims) + len(axes)) for a in axes):
             out.insert(a, 1)
         return out
-    pieces = producer(_through(n.inputs[1], "Cast", "Reshape"), "Concat")
+    pieces = producer(through(n.inputs[1], "Cast", "Reshape"), "Concat")
     target: list[object] = []
     for p in pieces.inputs if pieces is not None else [n.inputs[1]]:
         c = const_ints(p)
-        sh = producer(_through(p, "Cast"), "Shape")
+        sh = producer(through(p, "Cast"), "Shape")
         if c is not None:
             target += c
         elif sh is not None and sh.inputs[0] in rows_of and int(attr(sh, "start", 0)) == 0:  # type: ignore[arg-type]
@@ -314,9 +319,7 @@ def _max_length(v: ir.Value | None) -> ir.Value | None:
                 break
         else:
             return None
-    while (n := producer(v, "Cast")) is not None:
-        v = n.inputs[0]
-    r = producer(v, "ReduceMax")
+    r = producer(through(v, "Cast"), "ReduceMax")
     if r is None or r.inputs[0] is None or shape_of(r.inputs[0]) is None or len(shape_of(r.inputs[0])) != 1 \
             or int(attr(r, "keepdims", 1)) != 0:  # type: ignore[arg-type]
         return None
@@ -605,7 +608,7 @@ def _ungrown(data: ir.Value | None, at: Lin, index: Index) -> ir.Value | None:
         return data
     grown, pad = cat.inputs
     ex_pad, ex = producer(pad, "Expand"), producer(grown, "Expand")
-    shape = producer(_through(ex_pad.inputs[1], "Reshape", "Cast"), "Concat") if ex_pad is not None else None
+    shape = producer(through(ex_pad.inputs[1], "Reshape", "Cast"), "Concat") if ex_pad is not None else None
     sub = producer(shape.inputs[0], "Sub") if shape is not None and shape.inputs else None
     top = producer(sub.inputs[0], "Max") if sub is not None else None
     if ex is None or top is None or const_array(ex_pad.inputs[0]) is None:  # type: ignore[union-attr]
@@ -626,7 +629,7 @@ def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
     mul = producer(end, "Mul")
     if mul is None:
         return False
-    size, low = producer(_through(mul.inputs[0], "Reshape"), "Size"), producer(mul.inputs[1], "Min")
+    size, low = producer(through(mul.inputs[0], "Reshape"), "Size"), producer(mul.inputs[1], "Min")
     single = StaticShapes()(size.inputs[0]) if size is not None else None
     rows = producer(low.inputs[0], "Shape") if low is not None else None
     return single is not None and int(np.prod(single)) == 1 and rows is not None and rows.inputs[0] is data \
@@ -641,18 +644,11 @@ def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> boo
     cat_rows = producer(data, "Concat")  # a TensorArray grown by rows (_ungrown) has the rows of its first part
     ex = producer(data, "Expand") or (producer(cat_rows.inputs[0], "Expand") if cat_rows is not None
                                       and int(attr(cat_rows, "axis", 0)) == 0 else None)  # type: ignore[arg-type]
-    ex_cat = producer(_through(ex.inputs[1], "Reshape", "Cast"), "Concat") if ex is not None else None
-    row_shape = producer(_through(ex_cat.inputs[-1], "Cast"), "Shape") if ex_cat is not None else None
+    ex_cat = producer(through(ex.inputs[1], "Reshape", "Cast"), "Concat") if ex is not None else None
+    row_shape = producer(through(ex_cat.inputs[-1], "Cast"), "Shape") if ex_cat is not None else None
     return cat is not None and const_ints(cat.inputs[0]) == [-1] and tail is not None and tail.inputs[0] is data \
         and int(attr(tail, "start", 0)) == 1 and attr(tail, "end") is None and row_shape is not None \
         and row_shape.inputs[0] is row and int(attr(row_shape, "start", 0)) == 0 and attr(row_shape, "end") is None  # type: ignore[arg-type]
-
-
-def _through(v: ir.Value | None, *ops: str) -> ir.Value | None:
-    """v, or what it is computed from through a chain of `ops` (Casts, Reshapes of shape vectors)."""
-    while (n := producer(v, *ops)) is not None:
-        v = n.inputs[0]
-    return v
 
 
 def _dim0(v: ir.Value, index: Index) -> Lin | None:

@@ -24,6 +24,13 @@ def producer(v: ir.Value | None, *op_types: str) -> ir.Node | None:
     return n
 
 
+def through(v: ir.Value | None, *op_types: str) -> ir.Value | None:
+    """v, or what it is computed from through a chain of `op_types` (Casts, Reshapes of shape vectors)."""
+    while (n := producer(v, *op_types)) is not None:
+        v = n.inputs[0]
+    return v
+
+
 def input_at(node: ir.Node, i: int) -> ir.Value | None:
     """The node's i-th input, None when absent or left out (optional inputs)."""
     return node.inputs[i] if len(node.inputs) > i else None

@@ -29,6 +29,7 @@ from ir2onnx.passes.loop_utils import (
     defined_in,
     inherit_meta,
     is_default_domain,
+    keep_read_scan_inputs,
     loops_innermost_first,
     rank,
     scan_ints,
@@ -197,19 +198,7 @@ def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
             modified = True
     if not modified:
         return False
-    read = [body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output() for j in range(len(axes))]
-    keep = [j for j, r in enumerate(read) if r]
-    values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
-    params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
-    scan.resize_inputs(0)
-    scan.resize_inputs(len(values))
-    for i, v in enumerate(values):
-        scan.replace_input_with(i, v)
-    body.inputs.clear()
-    body.inputs.extend(params)
-    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
-    scan.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [axes[j] for j in keep])
-    scan.attributes["scan_input_directions"] = ir.AttrInt64s("scan_input_directions", [dirs[j] for j in keep])
+    keep_read_scan_inputs(scan, body, axes, dirs)
     return True
 
 

@@ -102,6 +102,25 @@ def inherit_meta(new: ir.Node, old: ir.Node | None) -> ir.Node:
     return new
 
 
+def keep_read_scan_inputs(scan: ir.Node, body: ir.Graph, axes: list[int], directions: list[int]) -> None:
+    """Rewrite the Scan's scan inputs (with these axes and directions, which may include ones just appended) to those
+    its body reads."""
+    n_state = len(scan.inputs) - len(axes)
+    keep = [j for j in range(len(axes))
+            if body.inputs[n_state + j].uses() or body.inputs[n_state + j].is_graph_output()]
+    values = list(scan.inputs[:n_state]) + [scan.inputs[n_state + j] for j in keep]
+    params = list(body.inputs[:n_state]) + [body.inputs[n_state + j] for j in keep]
+    scan.resize_inputs(0)
+    scan.resize_inputs(len(values))
+    for i, v in enumerate(values):
+        scan.replace_input_with(i, v)
+    body.inputs.clear()
+    body.inputs.extend(params)
+    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
+    scan.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [axes[j] for j in keep])
+    scan.attributes["scan_input_directions"] = ir.AttrInt64s("scan_input_directions", [directions[j] for j in keep])
+
+
 def take_place(old: ir.Value, new: ir.Value) -> None:
     """`new` replaces `old` everywhere, as a graph output too, with its name and declared type and shape."""
     name, declared_type, declared_shape = old.name, old.type, old.shape
