@@ -14,13 +14,14 @@ tests/fixtures/rnn_keras_*), PyTorch nn.LSTM / nn.GRU / nn.RNN (input 512, hidde
 gives them (a sequence op whose lengths are the input's time axis read at run time; checked against
 tests/fixtures/torch_lstm), and a Loop with a generic (non-cell) body.
 
-Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--quick]
+Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--quick | --sweep] [--only REGEX]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import re
 import statistics
 import tempfile
 import time
@@ -406,6 +407,10 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=5.0, help="seconds per block after 3 runs")
     ap.add_argument("--rounds", type=int, default=3, help="blocks per runtime, taken in turn")
     ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
+    ap.add_argument("--only", default="", help="only the networks whose name matches this regular expression")
+    ap.add_argument("--sweep", action="store_true",
+                    help="other sizes instead: Keras layers, TensorIterator LSTMs and PyTorch layers at other "
+                         "input/hidden sizes and lengths")
     args = ap.parse_args()
     check_keras_form()
     check_torch_form()
@@ -418,8 +423,40 @@ def main() -> None:
     def f32(*shape: int) -> np.ndarray:
         return rng.standard_normal(shape).astype(np.float32)
 
-    cases: list[tuple[str, Callable[[], ov.Model], Callable[[], list[np.ndarray]]]] = []
-    for steps in ((100,) if args.quick else (25, 100, 1000)):
+    cases = sweep_cases(f32) if args.sweep else default_cases(f32, args.quick)
+    for name, make, feed in cases:
+        if not re.search(args.only, name):
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            bench(name, make(), feed(), args, Path(d))
+
+
+Case = tuple[str, Callable[[], ov.Model], Callable[[], list[np.ndarray]]]
+
+
+def sweep_cases(f32: Callable[..., np.ndarray]) -> list[Case]:
+    """Sizes other than the default table's (input/hidden, T), batch 1 and 16."""
+    cases: list[Case] = []
+    for i, h, t in ((64, 64, 50), (128, 128, 100), (40, 256, 200), (256, 512, 50)):
+        for kind in ("lstm", "gru", "bilstm", "lstm_last", "gru_last"):
+            for b in (1, 16):
+                cases.append((f"Keras {kind} {i}/{h} T={t} B={b}", lambda k=kind, i=i, h=h, t=t: keras_layer(k, t, i, h),
+                              lambda b=b, i=i, t=t: [f32(b, t, i)]))
+    for i, h, t in ((64, 64, 50), (128, 128, 100), (40, 256, 200), (256, 512, 50), (512, 256, 300)):
+        for b in (1, 16):
+            cases.append((f"TI LSTMCell {i}/{h} T={t} B={b}", lambda i=i, h=h, t=t, b=b: ti_cell("lstm", t, b, i, h),
+                          lambda b=b, i=i, h=h, t=t: [f32(b, t, i), f32(b, h), f32(b, h)]))
+    for i, h in ((64, 64), (128, 128), (40, 256), (256, 512)):
+        for kind in ("lstm", "gru", "rnn"):
+            for b in (1, 16):
+                cases.append((f"PyTorch {kind} {i}/{h} T=100 B={b}", lambda k=kind, i=i, h=h: torch_layer(k, i, h),
+                              lambda b=b, i=i: [f32(b, 100, i)]))
+    return cases
+
+
+def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
+    cases: list[Case] = []
+    for steps in ((100,) if quick else (25, 100, 1000)):
         for batch in (1, 16):
             cases.append((f"TI LSTMCell 512/256 T={steps} B={batch}", lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
                           lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
@@ -447,9 +484,7 @@ def main() -> None:
     for batch in (1, 16):
         cases.append((f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
                       lambda b=batch: [f32(100, b, 256), f32(b, 256)]))
-    for name, make, feed in cases:
-        with tempfile.TemporaryDirectory() as d:
-            bench(name, make(), feed(), args, Path(d))
+    return cases
 
 
 if __name__ == "__main__":
