@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ir2onnx.errors import (
     CheckError,
     ConversionError,
-    IRReadError,
     InvalidModelError,
+    IRReadError,
     IRValidationError,
     LayerConversionError,
     OpsetError,

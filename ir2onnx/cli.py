@@ -113,7 +113,7 @@ class _WriteProgress:
         self._progress: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> _WriteProgress:
+    def __enter__(self) -> _WriteProgress:  # noqa: PYI034  (no subclasses; typing.Self needs Python 3.11)
         return self
 
     def update(self, done: int, total: int) -> None:

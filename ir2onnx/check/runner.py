@@ -106,8 +106,8 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
         reference = openvino_available()
         if not reference:
             notes.append("openvino is not installed: only onnxruntime ran, nothing was compared")
-        common = dict(reference=reference, device=device, inputs=tuple(infos),
-                      seed=None if inputs is not None else seed)
+        common = {"reference": reference, "device": device, "inputs": tuple(infos),
+                  "seed": None if inputs is not None else seed}
         if layerwise and reference:
             from ir2onnx.check.layerwise import run_layerwise
 

@@ -19,12 +19,12 @@ import sys
 if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # this package's modules are not top-level modules
 
-import json  # noqa: E402
-import traceback  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import json
+import traceback
+from pathlib import Path
+from typing import Any
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 _SKIP_TYPES = ("Parameter", "Constant", "Result")
@@ -70,7 +70,7 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False)
     if device == "cuda" and hasattr(ort, "preload_dlls"):
         try:  # CUDA and cuDNN from NVIDIA's pip packages (onnxruntime-gpu[cuda,cudnn]) when they are installed
             ort.preload_dlls()
-        except Exception:  # noqa: BLE001  system libraries are then used, and a failure is reported below
+        except Exception:  # noqa: BLE001, S110  system libraries are then used, and a failure is reported below
             pass
     opts = ort.SessionOptions()
     opts.log_severity_level = 3

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 

@@ -13,6 +13,7 @@ from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.precision import f32_input
 from ir2onnx.convert.registry import converter
 
+
 def _in_f32(ctx: LayerContext, idx: Sequence[int]) -> list[ir.Value]:
     return [f32_input(ctx, i) for i in idx]
 
