@@ -125,7 +125,7 @@ def _rnn(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
     `shape`: the model's input shape (None: a run-time length)."""
     def build() -> Built:
         model = _keras(layer_fn, shape)
-        x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+        x = np.random.default_rng(0).standard_normal((B, *(T if d is None else d for d in shape))).astype(np.float32)
         if masked:
             x[0, -2:] = 0
             x[1, 2] = 0
@@ -155,6 +155,8 @@ CASES.update({
     "lstm_masking_run_time_length": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)],
                                          masked=True, shape=(None, I)),
     "lstm_masking": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)], masked=True),
+    "conv_lstm_2d": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same", return_sequences=True),
+                         shape=(T, 5, 5, 2)),
 })
 
 

@@ -35,6 +35,11 @@ from ir2onnx.passes.loop_utils import (
     scan_ints,
 )
 
+# Ops computing each sample of their first axis (the batch N) from that sample alone. Lifted, they run once over
+# every step's samples merged into N. (Poolings would qualify, but they come out of the translation behind the Pads
+# and Wheres that OpenVINO's padding rules take.)
+PER_SAMPLE = frozenset({"Conv", "ConvTranspose"})
+
 
 class LiftLoopInputsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
@@ -78,6 +83,8 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         if rank(node.inputs[1]) != 2 or axis >= x_rank:
             return None
         new_axis = axis
+    elif op in PER_SAMPLE and node.inputs[0] is x and axis <= 1 and x_rank >= 3:
+        return _lift_per_sample(node, axis, x_rank, whole)
     elif op == "Squeeze" and len(node.inputs) == 2 and node.inputs[0] is x:
         axes = const_ints(node.inputs[1])
         return None if axes is None else _lift_squeeze(node, [a + x_rank if a < 0 else a for a in axes], axis,
@@ -92,6 +99,38 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
     inputs = [whole if v is x else v for v in node.inputs]
     lifted = ir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(lifted, node)], value, new_axis, x_rank)
+
+
+def _lift_per_sample(node: ir.Node, axis: int, x_rank: int, whole: ir.Value) -> _Lifted:
+    """f(whole) for an op that computes each sample of its axis-0 batch alone (a convolution): the
+    slicing axis and the batch axis, the first two of `whole`, merged into one batch, and split again after."""
+    out = node.outputs[0]
+    hint = out.name or node.name or "per_sample"
+    nodes: list[ir.Node] = []
+
+    def add(op: str, inputs: list[ir.Value], label: str, attrs: list[ir.Attr] | None = None,
+            shape: ir.Shape | None = None, dtype: ir.TypeProtocol | None = None) -> ir.Value:
+        name = f"{hint}/lifted" + (f"_{label}" if label else "")
+        value = ir.Value(name=name, type=dtype, shape=shape)
+        nodes.append(inherit_meta(ir.Node("", op, inputs, attrs or [], outputs=[value], name=f"{name}_node"), node))
+        return value
+
+    def shape(v: ir.Value, label: str, start: int, end: int | None = None) -> ir.Value:
+        attrs = [ir.AttrInt64("start", start)] + ([ir.AttrInt64("end", end)] if end is not None else [])
+        return add("Shape", [v], label, attrs, dtype=ir.TensorType(ir.DataType.INT64))
+
+    lead = shape(whole, "lead", 0, 2)
+    samples = add("ReduceProd", [lead], "samples", dtype=ir.TensorType(ir.DataType.INT64))  # not -1: dims may be 0
+    merged_shape = add("Concat", [samples, shape(whole, "sample_shape", 2)], "merged_shape",
+                       [ir.AttrInt64("axis", 0)])
+    merged = add("Reshape", [whole, merged_shape], "merged", dtype=whole.type, shape=_unknown_dims(x_rank))
+    inputs = [merged, *node.inputs[1:]]
+    computed = add(node.op_type, inputs, "computed", list(node.attributes.values()), dtype=out.type,
+                   shape=_unknown_dims(x_rank))
+    split_shape = add("Concat", [lead, shape(computed, "computed_shape", 1)], "split_shape",
+                      [ir.AttrInt64("axis", 0)])
+    value = add("Reshape", [computed, split_shape], "", dtype=out.type, shape=_unknown_dims(x_rank + 1))
+    return _Lifted(nodes, value, axis, x_rank)
 
 
 def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:

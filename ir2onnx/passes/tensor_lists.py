@@ -19,8 +19,16 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_loops import State, buffer_row, loop_iterations
-from ir2onnx.passes.fuse_rnn_util import NoMatch, all_names, distinct_output, fresh_name, replace_node
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, loops_innermost_first
+from ir2onnx.passes.fuse_rnn_util import (
+    NoMatch,
+    all_names,
+    attr,
+    distinct_output,
+    fresh_name,
+    producer,
+    replace_node,
+)
+from ir2onnx.passes.loop_utils import const_ints, inherit_meta, is_default_domain, loops_innermost_first
 
 
 class TensorListOutputsPass(ir.passes.InPlacePass):
@@ -43,6 +51,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
         return False
     rows: dict[int, ir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
     for i, s in enumerate(it.states):
+        _unsqueeze_last(s.body_out, body, names)
         found = buffer_row(s, it.index, bound)
         if found is not None and not found[1] and _only_written(s, found[0], body):
             rows[i] = found[0]
@@ -103,6 +112,28 @@ def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Grap
         inherit_meta(n, loop)
     outer.insert_after(loop, nodes)
     return result
+
+
+def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: set[str]) -> None:
+    """A ScatterND writing Transpose(Unsqueeze(r, [0]), perm) with perm[0] = 0 (OpenVINO moves layout Transposes past
+    the Unsqueeze: a Keras ConvLSTM2D's NCHW row to its NHWC buffer) writes Unsqueeze(Transpose(r, perm[1:] - 1), [0]):
+    the same tensor, with the row itself a body value. Rewritten in place when nothing else reads the two."""
+    sc = producer(written, "ScatterND")
+    tr = producer(sc.inputs[2], "Transpose") if sc is not None and len(sc.inputs) == 3 else None
+    unsq = producer(tr.inputs[0], "Unsqueeze") if tr is not None else None
+    perm = list(attr(tr, "perm") or ()) if tr is not None else []  # type: ignore[call-overload]
+    if unsq is None or perm[:1] != [0] or len(unsq.inputs) != 2 \
+            or const_ints(unsq.inputs[1]) != [0] or len(tr.outputs[0].uses()) != 1 \
+            or len(unsq.outputs[0].uses()) != 1 or not all(n.graph is body for n in (sc, tr, unsq)):
+        return
+    row = unsq.inputs[0]
+    moved = ir.Value(name=fresh_name(names, f"{tr.name or 'Transpose'}/row"), type=row.type)
+    swapped = ir.Node("", "Transpose", [row], [ir.AttrInt64s("perm", [p - 1 for p in perm[1:]])],
+                      outputs=[moved], name=fresh_name(names, f"{tr.name or 'Transpose'}/row_node"))
+    body.insert_before(unsq, inherit_meta(swapped, tr))
+    unsq.replace_input_with(0, moved)
+    tr.outputs[0].replace_all_uses_with(unsq.outputs[0])
+    body.remove(tr, safe=True)
 
 
 def _only_written(s: State, row: ir.Value, body: ir.Graph) -> bool:

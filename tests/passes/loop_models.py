@@ -13,18 +13,20 @@ import openvino.opset13 as ops
 
 def recurrence(kind: str, batch: int = 2, steps: int = 5, size: int = 8, *, axis: int = 1,
                step: Callable[[Any, Any], Any] | None = None, reverse: bool = False,
-               output: Callable[[Any, Any], Any] | None = None) -> ov.Model:
+               output: Callable[[Any, Any], Any] | None = None, image: tuple[int, ...] | None = None) -> ov.Model:
     """TensorIterator ("ti") or Loop-5 ("loop") slicing X [batch, steps, size] (or [batch, size, steps] when
     axis=2) one step at a time; the body computes h' = step(x_t, h) (default tanh(x_t @ W^T + h @ U + b)) and the
-    model returns all h' (or output(h', h) per step) concatenated and the last h'."""
+    model returns all h' (or output(h', h) per step) concatenated and the last h'. `image`: x_t and h are
+    [batch, *image] instead (X [batch, steps, *image]; axis 1, and `step` given)."""
     rng = np.random.default_rng(0)
-    shape = [batch, steps, size] if axis == 1 else [batch, size, steps]
+    sample = list(image) if image is not None else [size]
+    shape = [batch, steps, *sample] if axis == 1 else [batch, size, steps]
     X = ops.parameter(shape, np.float32, name="X")
-    H0 = ops.parameter([batch, size], np.float32, name="H0")
+    H0 = ops.parameter([batch, *sample], np.float32, name="H0")
     chunk = list(shape)
     chunk[axis] = 1
     bx = ops.parameter(chunk, np.float32)
-    bh = ops.parameter([batch, size], np.float32)
+    bh = ops.parameter([batch, *sample], np.float32)
     x_t = ops.squeeze(bx, [axis])
     if step is None:
         w = ops.constant((rng.standard_normal((size, size)) * 0.3).astype(np.float32))

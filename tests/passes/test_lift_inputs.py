@@ -6,9 +6,11 @@ turned off to look at the loops."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
+import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
@@ -18,6 +20,7 @@ from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
 
 IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -118,3 +121,45 @@ def _reshape(target: list[int], allowzero: int = 0) -> ir.Node:
 def test_reshape_that_only_drops_unit_dims(dims: list[int | None], target: list[int], allowzero: int,
                                            axes: list[int] | None) -> None:
     assert lift_inputs._reshape_as_squeeze(_reshape(target, allowzero), dims) == axes
+
+
+def _image_recurrence(kind: str, op: str) -> ov.Model:
+    """h' = tanh(f(x_t) + h conv U) over X [2, 5, 3, 6, 6] sliced on axis 1, f a per-sample op of the image x_t."""
+    rng = np.random.default_rng(0)
+    c = 3
+
+    def w(*shape: int) -> ov.Output:
+        return ops.constant((rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    def f(x_t: Any) -> Any:
+        if op == "conv":
+            return ops.add(ops.convolution(x_t, w(c, c, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1]), w(1, c, 1, 1))
+        if op == "group_conv":
+            return ops.group_convolution(x_t, w(c, 1, 1, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1])
+        return ops.convolution_backprop_data(x_t, w(c, c, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1])
+
+    def step(x_t: Any, h: Any) -> Any:
+        return ops.tanh(ops.add(f(x_t), ops.convolution(h, w(c, c, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1])))
+
+    return recurrence(kind, steps=5, image=(c, 6, 6), step=step)
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+@pytest.mark.parametrize("op", ["conv", "group_conv", "conv_transpose"])
+def test_per_sample_ops_of_the_slice_run_once_for_all_steps(tmp_path: Path, kind: str, op: str) -> None:
+    """A convolution of the sliced image runs once, over every step's samples merged into its batch."""
+    xml = save_ir(_image_recurrence(kind, op), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs([((2, 5, 3, 6, 6), np.float32), ((2, 3, 6, 6), np.float32)]),
+                             fuse=False)
+    onnx_op = "ConvTranspose" if op == "conv_transpose" else "Conv"
+    assert ops_in(lean.graph, onnx_op, bodies=False) == 1  # f over all steps
+    assert ops_in(lean.graph, onnx_op, bodies=True) == (1 if onnx_op == "Conv" else 0)  # only h conv U per step
+
+
+def test_keras_conv_lstm_input_convolutions_leave_the_loop() -> None:
+    """OpenVINO's TensorFlow frontend writes Keras' ConvLSTM2D as a Loop with four convolutions of the step's image
+    (one per gate) and four of the state: the first four run before the loop."""
+    d = FIXTURES / "tf_conv_lstm_2d"
+    stored = np.load(d / "inputs.npz")
+    proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4)
+    assert ops_in(proto.graph, "Conv", bodies=False) == 4 and ops_in(proto.graph, "Conv", bodies=True) == 4

@@ -79,11 +79,12 @@ def test_other_buffers_stay(tmp_path: Path, kw: dict) -> None:
 
 
 @pytest.mark.parametrize("name", ["tf_scan", "tf_map_fn", "tf_for_loop_columns", "tf_lstm_masking",
-                                  "tf_v1_lstm_cell_projection"])
+                                  "tf_v1_lstm_cell_projection", "tf_conv_lstm_2d"])
 def test_tensorflow_loops(name: str) -> None:
     """The TensorFlow frontend's tf.scan, tf.map_fn, an autograph loop, a Keras LSTM behind a Masking layer (which
-    stays a loop: masked steps keep the state) and TensorFlow 1's dynamic_rnn over a cell with a projection (a loop
-    too) write their outputs to TensorLists or growing TensorArrays: scan outputs now."""
+    stays a loop: masked steps keep the state), TensorFlow 1's dynamic_rnn over a cell with a projection (a loop
+    too) and a Keras ConvLSTM2D (its NCHW row transposed to the NHWC buffer after the Unsqueeze) write their outputs
+    to TensorLists or growing TensorArrays: scan outputs now."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4)
