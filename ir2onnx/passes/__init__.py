@@ -21,6 +21,7 @@ from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.loop_utils import LOOP_OPS
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
@@ -34,6 +35,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
     LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+    MergeSiblingConvsPass,  # convolutions of one input (a gated convolutional cell's gates) as one, split after
     TensorListOutputsPass,  # a carried buffer written one row per iteration returned as a scan output
     SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop

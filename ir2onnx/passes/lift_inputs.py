@@ -120,10 +120,16 @@ def _lift_per_sample(node: ir.Node, axis: int, x_rank: int, whole: ir.Value) -> 
         return add("Shape", [v], label, attrs, dtype=ir.TensorType(ir.DataType.INT64))
 
     lead = shape(whole, "lead", 0, 2)
-    samples = add("ReduceProd", [lead], "samples", dtype=ir.TensorType(ir.DataType.INT64))  # not -1: dims may be 0
-    merged_shape = add("Concat", [samples, shape(whole, "sample_shape", 2)], "merged_shape",
-                       [ir.AttrInt64("axis", 0)])
-    merged = add("Reshape", [whole, merged_shape], "merged", dtype=whole.type, shape=_unknown_dims(x_rank))
+    merged_name = f"{whole.name}/samples_merged"
+    merged = next((u.node.outputs[0] for u in whole.uses() if u.node.op_type == "Reshape"
+                   and u.node.outputs[0].name == merged_name), None)  # one made for another op of the same slice
+    if merged is None:
+        samples = add("ReduceProd", [lead], "samples", dtype=ir.TensorType(ir.DataType.INT64))  # not -1: 0 dims
+        merged_shape = add("Concat", [samples, shape(whole, "sample_shape", 2)], "merged_shape",
+                           [ir.AttrInt64("axis", 0)])
+        merged = ir.Value(name=merged_name, type=whole.type, shape=_unknown_dims(x_rank))
+        nodes.append(inherit_meta(ir.Node("", "Reshape", [whole, merged_shape], outputs=[merged],
+                                          name=f"{merged_name}_node"), node))
     inputs = [merged, *node.inputs[1:]]
     computed = add(node.op_type, inputs, "computed", list(node.attributes.values()), dtype=out.type,
                    shape=_unknown_dims(x_rank))
