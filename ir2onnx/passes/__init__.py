@@ -25,6 +25,7 @@ from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
+from ir2onnx.passes.state_layout import CarriedLayoutPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
 
 DEFAULT_PASSES = (
@@ -37,6 +38,7 @@ DEFAULT_PASSES = (
     HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
     MergeSiblingConvsPass,  # convolutions of one input (a gated convolutional cell's gates) as one, split after
     TensorListOutputsPass,  # a carried buffer written one row per iteration returned as a scan output
+    CarriedLayoutPass,  # a state the body transposes in and out carried in the body's layout
     SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input
