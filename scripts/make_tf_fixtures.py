@@ -157,6 +157,9 @@ CASES.update({
     "lstm_masking": _rnn(lambda: [keras.layers.Masking(0.0), keras.layers.LSTM(H, return_sequences=True)], masked=True),
     "conv_lstm_2d": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same", return_sequences=True),
                          shape=(T, 5, 5, 2)),
+    "conv_lstm_2d_run_time_length": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same",
+                                                                         return_sequences=True),
+                                         shape=(None, 5, 5, 2)),
 })
 
 

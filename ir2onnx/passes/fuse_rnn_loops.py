@@ -638,7 +638,8 @@ def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
 
 def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> bool:
     """rs reshapes to Concat([-1], Shape(data)[1:]) and data is Expand(buffer, Concat(.., Shape(row))): the rows of
-    data have the row's shape, and the Reshape of Unsqueeze(row, 0) changes nothing."""
+    data have the row's shape, and the Reshape of Unsqueeze(row, 0) changes nothing. The row's shape may also be
+    Gather(Shape(r), perm) for a row Transpose(r, perm)."""
     cat = producer(rs.inputs[1], "Concat")
     tail = producer(cat.inputs[-1], "Shape") if cat is not None and len(cat.inputs) == 2 else None
     cat_rows = producer(data, "Concat")  # a TensorArray grown by rows (_ungrown) has the rows of its first part
@@ -646,6 +647,12 @@ def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> boo
                                       and int(attr(cat_rows, "axis", 0)) == 0 else None)  # type: ignore[arg-type]
     ex_cat = producer(through(ex.inputs[1], "Reshape", "Cast"), "Concat") if ex is not None else None
     row_shape = producer(through(ex_cat.inputs[-1], "Cast"), "Shape") if ex_cat is not None else None
+    permuted = producer(through(ex_cat.inputs[-1], "Cast"), "Gather") if ex_cat is not None else None
+    moved = producer(row, "Transpose")
+    if permuted is not None and moved is not None and int(attr(permuted, "axis", 0)) == 0 \
+            and const_ints(permuted.inputs[1]) == list(attr(moved, "perm") or ()):  # type: ignore[call-overload]
+        # Gather(Shape(r), perm) is the shape of a row Transpose(r, perm) (OpenVINO's layout transposes, NCHW -> NHWC)
+        row_shape, row = producer(through(permuted.inputs[0], "Cast"), "Shape"), moved.inputs[0]
     return cat is not None and const_ints(cat.inputs[0]) == [-1] and tail is not None and tail.inputs[0] is data \
         and int(attr(tail, "start", 0)) == 1 and attr(tail, "end") is None and row_shape is not None \
         and row_shape.inputs[0] is row and int(attr(row_shape, "start", 0)) == 0 and attr(row_shape, "end") is None  # type: ignore[arg-type]

@@ -116,15 +116,20 @@ def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Grap
 
 def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: set[str]) -> None:
     """A ScatterND writing Transpose(Unsqueeze(r, [0]), perm) with perm[0] = 0 (OpenVINO moves layout Transposes past
-    the Unsqueeze: a Keras ConvLSTM2D's NCHW row to its NHWC buffer) writes Unsqueeze(Transpose(r, perm[1:] - 1), [0]):
-    the same tensor, with the row itself a body value. Rewritten in place when nothing else reads the two."""
+    the Unsqueeze: a Keras ConvLSTM2D's NCHW row to its NHWC buffer; on run-time shapes behind the Reshape and Slice
+    that clip the write) writes Unsqueeze(Transpose(r, perm[1:] - 1), [0]): the same tensor, with the row itself a
+    body value. Rewritten in place when nothing else reads the two."""
     sc = producer(written, "ScatterND")
-    tr = producer(sc.inputs[2], "Transpose") if sc is not None and len(sc.inputs) == 3 else None
+    updates = sc.inputs[2] if sc is not None and len(sc.inputs) == 3 else None
+    clipped = producer(updates, "Slice")  # on run-time shapes: Slice(Reshape(rows, [-1, row shape]), ...)
+    if clipped is not None and producer(clipped.inputs[0], "Reshape") is not None:
+        updates = producer(clipped.inputs[0], "Reshape").inputs[0]  # type: ignore[union-attr]
+    tr = producer(updates, "Transpose")
     unsq = producer(tr.inputs[0], "Unsqueeze") if tr is not None else None
     perm = list(attr(tr, "perm") or ()) if tr is not None else []  # type: ignore[call-overload]
     if unsq is None or perm[:1] != [0] or len(unsq.inputs) != 2 \
             or const_ints(unsq.inputs[1]) != [0] or len(tr.outputs[0].uses()) != 1 \
-            or len(unsq.outputs[0].uses()) != 1 or not all(n.graph is body for n in (sc, tr, unsq)):
+            or len(unsq.outputs[0].uses()) != 1 or not all(n.graph is body for n in (tr, unsq)):
         return
     row = unsq.inputs[0]
     moved = ir.Value(name=fresh_name(names, f"{tr.name or 'Transpose'}/row"), type=row.type)

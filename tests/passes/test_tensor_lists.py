@@ -91,11 +91,13 @@ def test_tensorflow_loops(name: str) -> None:
     assert count_ops(proto, "ScatterND") == 0 and count_loops(proto) == 1
 
 
+@pytest.mark.parametrize("name", ["tf_lstm_masking_run_time_length", "tf_conv_lstm_2d_run_time_length"])
 @pytest.mark.parametrize("steps", [0, 1, 3, 6])
-def test_run_time_length(steps: int) -> None:
-    """A Keras LSTM behind a Masking layer over a sequence of run-time length: the buffer becomes a scan output, and
-    when no step runs the initial buffer is returned, of its own shape, as OpenVINO does."""
-    d = FIXTURES / "tf_lstm_masking_run_time_length"
+def test_run_time_length(name: str, steps: int) -> None:
+    """A Keras LSTM behind a Masking layer, or a ConvLSTM2D (its write clipped, its row transposed), over a sequence
+    of run-time length: the buffer becomes a scan output, and when no step runs the initial buffer is returned, of its
+    own shape, as OpenVINO does."""
+    d = FIXTURES / name
     x = np.load(d / "inputs.npz")["x"][:, :steps]
     proto = assert_equivalent(d / "model.xml", [x], rtol=1e-4)
     assert count_ops(proto, "ScatterND") == 0 and count_loops(proto) == 1 and count_ops(proto, "If") == 1
