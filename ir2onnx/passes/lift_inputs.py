@@ -89,6 +89,9 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         axes = const_ints(node.inputs[1])
         return None if axes is None else _lift_squeeze(node, [a + x_rank if a < 0 else a for a in axes], axis,
                                                        x_rank, whole)
+    elif op == "Unsqueeze" and len(node.inputs) == 2 and node.inputs[0] is x:
+        axes = const_ints(node.inputs[1])
+        return None if axes is None else _lift_unsqueeze(node, axes, axis, x_rank, whole)
     elif op == "Reshape" and node.inputs[0] is x:
         dims = _dims(x.shape)
         axes = _reshape_as_squeeze(node, dims if dims is not None and len(dims) == x_rank else None)
@@ -171,6 +174,26 @@ def _lift_squeeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole:
     value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
     lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
+
+
+def _lift_unsqueeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole: ir.Value) -> _Lifted | None:
+    """Unsqueeze(whole) adding the slice's new unit `axes` (positions in the slice's result, of rank x_rank +
+    len(axes)), the slicing axis kept just before the dim it preceded in the slice."""
+    out_rank = x_rank + len(axes)
+    new = sorted(a + out_rank if a < 0 else a for a in axes)
+    if len(set(new)) != len(new) or not all(0 <= a < out_rank for a in new):
+        return None
+    kept = [i for i in range(out_rank) if i not in new]  # where the slice's dims land, in order
+    new_axis = kept[axis] if axis < x_rank else out_rank
+    lifted_axes = [a + (a >= new_axis) for a in new]
+    out = node.outputs[0]
+    axes_value = ir.Value(name=f"{out.name}/lifted_axes",
+                          const_value=ir.tensor(np.array(lifted_axes, np.int64), name=f"{out.name}/lifted_axes"))
+    axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
+                        outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
+    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(out_rank + 1))
+    lifted = ir.Node("", "Unsqueeze", [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
+    return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, out_rank)
 
 
 def _dims(shape: ir.Shape | None) -> list[int | None] | None:

@@ -123,13 +123,39 @@ def test_reshape_that_only_drops_unit_dims(dims: list[int | None], target: list[
     assert lift_inputs._reshape_as_squeeze(_reshape(target, allowzero), dims) == axes
 
 
+@pytest.mark.parametrize("x_rank,axis,axes", [
+    (3, 0, [2]), (3, 1, [2]), (3, 1, [0]), (3, 2, [1, 3]), (3, 3, [-1]), (2, 0, [0, 1, 2]), (2, 1, [-4, 2]),
+])
+def test_unsqueeze_of_a_slice_against_numpy(x_rank: int, axis: int, axes: list[int]) -> None:
+    """Unsqueeze(whole, lifted axes) sliced at the new slicing axis is Unsqueeze(slice, axes), for slices cut on any
+    axis."""
+    node = ir.Node("", "Unsqueeze", [ir.Value(name="x"), ir.Value(name="axes")], outputs=[ir.Value(name="y")])
+    lifted = lift_inputs._lift_unsqueeze(node, axes, axis, x_rank, ir.Value(name="whole"))
+    assert lifted is not None
+    lifted_axes = list(lifted.nodes[0].attributes["value"].as_tensor().numpy())
+    whole = np.random.default_rng(0).standard_normal([2, 3, 4, 5][:x_rank + 1])
+    for k in range(whole.shape[axis]):
+        expected = np.expand_dims(np.take(whole, k, axis=axis), axes)
+        np.testing.assert_array_equal(np.take(np.expand_dims(whole, lifted_axes), k, axis=lifted.axis), expected)
+
+
 def _image_recurrence(kind: str, op: str) -> ov.Model:
-    """h' = tanh(f(x_t) + h conv U) over X [2, 5, 3, 6, 6] sliced on axis 1, f a per-sample op of the image x_t."""
+    """h' = tanh(f(x_t) + h conv U) over X [2, 5, 3, 6, 6] sliced on axis 1, f a per-sample op of the image x_t;
+    for "conv1d_as_2d", X [2, 5, 3, 6] and f a 1-D convolution written as a 2-D one between Unsqueeze and Squeeze."""
     rng = np.random.default_rng(0)
     c = 3
 
     def w(*shape: int) -> ov.Output:
         return ops.constant((rng.standard_normal(shape) * 0.3).astype(np.float32))
+
+    if op == "conv1d_as_2d":
+        def step1d(x_t: Any, h: Any) -> Any:
+            two_d = ops.convolution(ops.unsqueeze(x_t, ops.constant(np.int64(2))), w(c, c, 1, 3), [1, 1], [0, 1],
+                                    [0, 1], [1, 1])
+            f = ops.squeeze(two_d, ops.constant(np.array([2], np.int64)))
+            return ops.tanh(ops.add(f, ops.convolution(h, w(c, c, 3), [1], [1], [1], [1])))
+
+        return recurrence(kind, steps=5, image=(c, 6), step=step1d)
 
     def f(x_t: Any) -> Any:
         if op == "conv":
@@ -145,12 +171,13 @@ def _image_recurrence(kind: str, op: str) -> ov.Model:
 
 
 @pytest.mark.parametrize("kind", ["ti", "loop"])
-@pytest.mark.parametrize("op", ["conv", "group_conv", "conv_transpose"])
+@pytest.mark.parametrize("op", ["conv", "group_conv", "conv_transpose", "conv1d_as_2d"])
 def test_per_sample_ops_of_the_slice_run_once_for_all_steps(tmp_path: Path, kind: str, op: str) -> None:
-    """A convolution of the sliced image runs once, over every step's samples merged into its batch."""
+    """A convolution of the sliced image (behind an Unsqueeze too) runs once, over every step's samples merged into
+    its batch."""
     xml = save_ir(_image_recurrence(kind, op), tmp_path)
-    lean = assert_equivalent(xml, rng_inputs([((2, 5, 3, 6, 6), np.float32), ((2, 3, 6, 6), np.float32)]),
-                             fuse=False)
+    image = (3, 6) if op == "conv1d_as_2d" else (3, 6, 6)
+    lean = assert_equivalent(xml, rng_inputs([((2, 5, *image), np.float32), ((2, *image), np.float32)]), fuse=False)
     onnx_op = "ConvTranspose" if op == "conv_transpose" else "Conv"
     assert ops_in(lean.graph, onnx_op, bodies=False) == 1  # f over all steps
     assert ops_in(lean.graph, onnx_op, bodies=True) == (1 if onnx_op == "Conv" else 0)  # only h conv U per step
