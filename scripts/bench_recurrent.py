@@ -14,7 +14,10 @@ tests/fixtures/rnn_keras_*), PyTorch nn.LSTM / nn.GRU / nn.RNN (input 512, hidde
 gives them (a sequence op whose lengths are the input's time axis read at run time; checked against
 tests/fixtures/torch_lstm), and a Loop with a generic (non-cell) body.
 
-Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--quick | --sweep] [--only REGEX]
+`--ir model.xml` times one IR of your own instead (random inputs of its static shapes, or `--shape` per input).
+
+Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--only REGEX]
+                                                         [--quick | --sweep | --ir model.xml [--shape 4,20,8]...]
 """
 
 from __future__ import annotations
@@ -408,6 +411,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="blocks per runtime, taken in turn")
     ap.add_argument("--quick", action="store_true", help="only T=100 of the specification network")
     ap.add_argument("--only", default="", help="only the networks whose name matches this regular expression")
+    ap.add_argument("--ir", type=Path, help="time this IR (model.xml) instead, fed random inputs")
+    ap.add_argument("--shape", action="append", default=[],
+                    help="with --ir: an input's shape, e.g. 4,20,32,32,8 (once per input, in order; default: the "
+                         "IR's own static shapes)")
     ap.add_argument("--sweep", action="store_true",
                     help="other sizes instead: Keras layers, TensorIterator LSTMs and PyTorch layers at other "
                          "input/hidden sizes and lengths")
@@ -423,7 +430,8 @@ def main() -> None:
     def f32(*shape: int) -> np.ndarray:
         return rng.standard_normal(shape).astype(np.float32)
 
-    cases = sweep_cases(f32) if args.sweep else default_cases(f32, args.quick)
+    cases = ir_case(args.ir, args.shape) if args.ir else sweep_cases(f32) if args.sweep else \
+        default_cases(f32, args.quick)
     for name, make, feed in cases:
         if not re.search(args.only, name):
             continue
@@ -432,6 +440,24 @@ def main() -> None:
 
 
 Case = tuple[str, Callable[[], ov.Model], Callable[[], list[np.ndarray]]]
+
+
+def ir_case(xml: Path, shapes: list[str]) -> list[Case]:
+    """The IR at `xml`, fed random values of the given shapes (or of its inputs' static shapes)."""
+    model = ov.Core().read_model(str(xml))
+    rng = np.random.default_rng(2)
+    feed = []
+    for i, port in enumerate(model.inputs):
+        if i < len(shapes):
+            shape = [int(d) for d in shapes[i].split(",") if d]
+        elif port.get_partial_shape().is_static:
+            shape = list(port.get_shape())
+        else:
+            raise SystemExit(f"input {port.get_any_name()} has shape {port.get_partial_shape()}: give --shape")
+        dtype = port.get_element_type().to_dtype()
+        feed.append(rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                    else rng.integers(0, 4, shape).astype(dtype))
+    return [(str(xml), lambda: model, lambda: feed)]
 
 
 def sweep_cases(f32: Callable[..., np.ndarray]) -> list[Case]:
