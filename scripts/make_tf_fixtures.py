@@ -1,4 +1,5 @@
-"""Build IR fixtures with OpenVINO's TensorFlow frontend: small Keras recurrent layers and TF control flow.
+"""Build IR fixtures with OpenVINO's TensorFlow (and TensorFlow Lite) frontends: small Keras recurrent layers and TF
+control flow.
 
 Each case is converted with `openvino.convert_model` and saved with f32 weights to
 tests/fixtures/tf_<name>/model.{xml,bin}, beside inputs.npz (keyed by the IR's input names). The tests only read
@@ -160,6 +161,27 @@ CASES.update({
     "conv_lstm_2d_run_time_length": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same",
                                                                          return_sequences=True),
                                          shape=(None, 5, 5, 2)),
+})
+
+
+def _tflite(layer_fn: Callable[[], keras.layers.Layer]) -> Callable[[], Built]:
+    """The Keras layer converted to TensorFlow Lite (its loop a WHILE over subgraphs, the output TensorList written
+    by slicing and concatenating), then by OpenVINO's TensorFlow Lite frontend."""
+    def build() -> Built:
+        model = _keras(layer_fn)
+        x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "model.tflite"
+            path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+            return ov.convert_model(str(path)), [x], _flat(model(x))
+    return build
+
+
+CASES.update({
+    "lite_lstm_seq": _tflite(lambda: keras.layers.LSTM(H, return_sequences=True)),
+    "lite_gru_seq": _tflite(lambda: keras.layers.GRU(H, return_sequences=True)),
+    "lite_bidirectional_lstm": _tflite(lambda: keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))),
+    "lite_simple_rnn": _tflite(lambda: keras.layers.SimpleRNN(H, return_sequences=True)),
 })
 
 

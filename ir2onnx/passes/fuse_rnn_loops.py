@@ -545,7 +545,26 @@ def analyse_loop(node: ir.Node) -> LoopView:
 
 def buffer_row(s: State, index: Index, steps: Lin) -> tuple[ir.Value, bool] | None:
     """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
-    by ScatterND at row k in step k, or a [1, ...] tensor updated at row 0 in every step; else None."""
+    at row k in step k (by ScatterND, or by a Concat of the rows before k, the row and the rows after), or a [1, ...]
+    tensor updated at row 0 in every step; else None."""
+    found = _scatter_write(s, index) or _concat_write(s.body_out, s.body_in, index)
+    if found is None:
+        return None
+    at, row = found
+    init_shape, row_shape = shape_of(s.init), shape_of(row)
+    # the updates are [1] + the buffer's row shape: the row has the buffer's rank - 1 when the model is valid
+    if row is None or init_shape is None or (row_shape is not None and len(init_shape) != len(row_shape) + 1):
+        return None
+    if at == Lin(k=1) and _dim0(s.init, index) == steps:
+        return row, False
+    if at == Lin(const=0) and init_shape[0] == 1:
+        return row, True
+    return None
+
+
+def _scatter_write(s: State, index: Index) -> tuple[Lin, ir.Value | None] | None:
+    """(row index, row) of a ScatterND of one row Unsqueeze(row, 0) into the carried buffer (after an Expand giving
+    the placeholder its full shape, clipped on run-time shapes, grown as TensorFlow 1's TensorArray grows)."""
     sc = producer(s.body_out, "ScatterND")
     if sc is None or attr(sc, "reduction", "none") != "none":
         return None
@@ -568,16 +587,82 @@ def buffer_row(s: State, index: Index, steps: Lin) -> tuple[ir.Value, bool] | No
     axes = const_array(unsq.inputs[1]) if unsq is not None else None
     if unsq is None or axes is None or list(axes) != [0]:
         return None
-    row = unsq.inputs[0]
-    init_shape, row_shape = shape_of(s.init), shape_of(row)
-    # ScatterND's updates are [1] + the buffer's row shape: the row has the buffer's rank - 1 when the model is valid
-    if row is None or init_shape is None or (row_shape is not None and len(init_shape) != len(row_shape) + 1):
+    return at, unsq.inputs[0]
+
+
+def _concat_write(written: ir.Value, data: ir.Value, index: Index) -> tuple[Lin, ir.Value | None] | None:
+    """(row index k, row) of Concat(data[:k], row as [1, ...], data[k + 1:]) on axis 0, TensorFlow Lite's
+    TensorListSetItem as OpenVINO's frontend writes it: Slices of all of data's axes, ends [k, -1, ...] made full
+    by Where(ends < 0, Shape(data), ends), starts [k + 1, 0, ...] to Shape(data)."""
+    cat = producer(written, "Concat")
+    if cat is None or int(attr(cat, "axis", 0)) != 0 or len(cat.inputs) != 3:  # type: ignore[arg-type]
         return None
-    if at == Lin(k=1) and _dim0(s.init, index) == steps:
-        return row, False
-    if at == Lin(const=0) and init_shape[0] == 1:
-        return row, True
+    before, one, after = (producer(v) for v in cat.inputs)
+    rank = len(shape_of(data) or ())
+    if before is None or after is None or one is None or rank == 0 \
+            or not _whole_slice(before, data, rank) or not _whole_slice(after, data, rank):
+        return None
+    # before: starts all 0, ends [k, full...]
+    if const_ints(before.inputs[1]) != [0] * rank:
+        return None
+    ends = _negative_as_full(through(before.inputs[2], "Reshape", "Cast"), data)
+    head, tail = _head_tail(ends)
+    if head is None or tail is None or any(t >= 0 for t in tail):
+        return None
+    # after: starts [k + 1, 0...], ends Shape(data)
+    start_head, start_tail = _head_tail(through(after.inputs[1], "Reshape", "Cast"))
+    shape = producer(through(after.inputs[2], "Reshape", "Cast"), "Shape")
+    if start_head is None or start_tail != [0] * (rank - 1) or shape is None or shape.inputs[0] is not data \
+            or int(attr(shape, "start", 0)) != 0 or attr(shape, "end") is not None:  # type: ignore[arg-type]
+        return None
+    try:
+        at, next_at = index.lin(head), index.lin(start_head)
+    except NoMatch:
+        return None
+    if next_at != at + Lin(const=1):
+        return None
+    row = one.inputs[0]
+    if one.op_type == "Unsqueeze" and const_ints(one.inputs[1]) == [0]:
+        return at, row
+    row_shape = StaticShapes()(row)
+    if one.op_type == "Reshape" and row_shape is not None and const_ints(one.inputs[1]) == [1, *row_shape]:
+        return at, row
     return None
+
+
+def _whole_slice(n: ir.Node, data: ir.Value, rank: int) -> bool:
+    """A Slice of `data` over its axes 0..rank-1 with unit steps."""
+    if n.op_type != "Slice" or n.inputs[0] is not data or len(n.inputs) < 3:
+        return False
+    axes = const_ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else list(range(rank))
+    steps = const_ints(n.inputs[4]) if len(n.inputs) > 4 and n.inputs[4] is not None else [1] * rank
+    return axes == list(range(rank)) and steps == [1] * rank
+
+
+def _negative_as_full(v: ir.Value | None, data: ir.Value) -> ir.Value | None:
+    """e for Where(e < 0, Shape(data), e) (a negative end meaning the whole axis), else None."""
+    where = producer(v, "Where")
+    less = producer(where.inputs[0], "Less") if where is not None else None
+    shape = producer(through(where.inputs[1], "Cast"), "Shape") if where is not None else None
+    zero = const_array(less.inputs[1]) if less is not None else None
+    if less is None or shape is None or zero is None or np.any(zero != 0) or less.inputs[0] is not where.inputs[2] \
+            or shape.inputs[0] is not data or int(attr(shape, "start", 0)) != 0 or attr(shape, "end") is not None:  # type: ignore[union-attr, arg-type]
+        return None
+    return where.inputs[2]  # type: ignore[union-attr]
+
+
+def _head_tail(v: ir.Value | None) -> tuple[ir.Value | None, list[int] | None]:
+    """(the one-element first part, the constant rest) of Concat(head, rest) (rest: one or more constants)."""
+    cat = producer(v, "Concat")
+    if cat is None or int(attr(cat, "axis", 0)) != 0 or len(cat.inputs) < 2:  # type: ignore[arg-type]
+        return None, None
+    rest: list[int] = []
+    for part in cat.inputs[1:]:
+        c = const_ints(part)
+        if c is None:
+            return None, None
+        rest += c
+    return cat.inputs[0], rest
 
 
 def _unclipped(v: ir.Value | None, data: ir.Value | None) -> ir.Value | None:

@@ -4,7 +4,7 @@ A Scan body sees one slice x_t of a scan input X per iteration; a Loop body that
 outer X at an iteration-dependent index i does the same. When a body node computes f(x_t) from that slice and
 loop-invariant values only, and f can be applied to the whole of X with the same result per slice (an input
 projection x_t @ W with a constant or outer 2-D W, a bias added, a Squeeze or a Reshape that only drops unit dims,
-an elementwise op), f(X) is computed
+an elementwise op, a convolution with the steps merged into its batch, an Unsqueeze feeding one), f(X) is computed
 once before the loop and the body reads its slice instead: a new scan input of the Scan, or a Gather of f(X) in
 the Loop. Repeated, this moves a chain (Squeeze -> MatMul -> Add) out as one batched computation. Scan inputs no
 longer read are dropped.
@@ -89,7 +89,10 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         axes = const_ints(node.inputs[1])
         return None if axes is None else _lift_squeeze(node, [a + x_rank if a < 0 else a for a in axes], axis,
                                                        x_rank, whole)
-    elif op == "Unsqueeze" and len(node.inputs) == 2 and node.inputs[0] is x:
+    elif op == "Unsqueeze" and len(node.inputs) == 2 and node.inputs[0] is x and node.outputs[0].uses() \
+            and all(u.node.op_type in PER_SAMPLE for u in node.outputs[0].uses()):
+        # (only before a convolution, which then follows it out: a 1-D one written as 2-D; an Unsqueeze feeding a
+        # one-step LSTM/GRU/RNN node is the glue that recurrent fusion reads)
         axes = const_ints(node.inputs[1])
         return None if axes is None else _lift_unsqueeze(node, axes, axis, x_rank, whole)
     elif op == "Reshape" and node.inputs[0] is x:

@@ -250,7 +250,8 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_rnn_lstm_cell": 1, "tf_lstm_run_time_length": 1, "tf_gru_last_run_time_length": 1,
              "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1,
              "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2,
-             "tf_v1_lstm_cell_sequence_length": 1, "tf_v1_gru_cell_sequence_length": 1}
+             "tf_v1_lstm_cell_sequence_length": 1, "tf_v1_gru_cell_sequence_length": 1,
+             "tf_lite_lstm_seq": 1, "tf_lite_gru_seq": 1, "tf_lite_bidirectional_lstm": 2, "tf_lite_simple_rnn": 1}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -261,8 +262,9 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     first's fused output), other activations, an RNN layer over an LSTMCell, a run-time length, stacked cells in one
     loop (LSTM, GRU, RNN: the first cell computed outside, the loop fused again); TensorFlow 1's dynamic_rnn over its
     cells (control flow v1: the step read from a TensorArray scattered from the input, [x, h] times one matrix, the
-    output written to a TensorArray that grows), MultiRNNCell included: fused, equal to OpenVINO and to TensorFlow's
-    outputs."""
+    output written to a TensorArray that grows), MultiRNNCell included; Keras layers through TensorFlow Lite (the
+    output TensorList written by Concat(rows before k, row, rows after k)): fused, equal to OpenVINO and to
+    TensorFlow's outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]

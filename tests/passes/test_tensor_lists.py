@@ -101,3 +101,16 @@ def test_run_time_length(name: str, steps: int) -> None:
     x = np.load(d / "inputs.npz")["x"][:, :steps]
     proto = assert_equivalent(d / "model.xml", [x], rtol=1e-4)
     assert count_ops(proto, "ScatterND") == 0 and count_loops(proto) == 1 and count_ops(proto, "If") == 1
+
+
+@pytest.mark.parametrize("name", ["tf_lite_lstm_seq", "tf_lite_gru_seq"])
+def test_tensorflow_lite_list_writes(name: str) -> None:
+    """TensorFlow Lite writes its TensorList as Concat(the rows before k, the row, the rows after k): left a loop
+    (fuse=False), the buffer becomes a scan output all the same."""
+    d = FIXTURES / name
+    stored = np.load(d / "inputs.npz")
+    plain = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4, fuse=False,
+                              optimize=False)
+    assert count_ops(body_of(plain, "Loop"), "Concat") == 3  # the write and its two slices' bounds
+    proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4, fuse=False)
+    assert count_ops(body_of(proto, "Loop"), "Concat") == 0 and count_loops(proto) == 1
