@@ -29,9 +29,9 @@ B, T, I, H = 2, 6, 4, 8
 
 
 def _keras(layer_fn: Callable[[], keras.layers.Layer | list[keras.layers.Layer]],
-           shape: tuple[int | None, ...] = (T, I)) -> keras.Model:
+           shape: tuple[int | None, ...] = (T, I), batch: int = B) -> keras.Model:
     """A Keras model running the layer (or the layers, one after another) on x."""
-    inp = keras.Input(shape, batch_size=B, name="x")
+    inp = keras.Input(shape, batch_size=batch, name="x")
     layers = layer_fn()
     out = inp
     for layer in layers if isinstance(layers, list) else [layers]:
@@ -164,12 +164,13 @@ CASES.update({
 })
 
 
-def _tflite(layer_fn: Callable[[], keras.layers.Layer]) -> Callable[[], Built]:
+def _tflite(layer_fn: Callable[[], keras.layers.Layer], batch: int = B) -> Callable[[], Built]:
     """The Keras layer converted to TensorFlow Lite (its loop a WHILE over subgraphs, the output TensorList written
-    by slicing and concatenating), then by OpenVINO's TensorFlow Lite frontend."""
+    by slicing and concatenating; at batch 1 the step computed on flattened vectors), then by OpenVINO's TensorFlow
+    Lite frontend."""
     def build() -> Built:
-        model = _keras(layer_fn)
-        x = np.random.default_rng(0).standard_normal((B, T, I)).astype(np.float32)
+        model = _keras(layer_fn, batch=batch)
+        x = np.random.default_rng(0).standard_normal((batch, T, I)).astype(np.float32)
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "model.tflite"
             path.write_bytes(tf.lite.TFLiteConverter.from_keras_model(model).convert())
@@ -182,6 +183,8 @@ CASES.update({
     "lite_gru_seq": _tflite(lambda: keras.layers.GRU(H, return_sequences=True)),
     "lite_bidirectional_lstm": _tflite(lambda: keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))),
     "lite_simple_rnn": _tflite(lambda: keras.layers.SimpleRNN(H, return_sequences=True)),
+    "lite_lstm_seq_batch1": _tflite(lambda: keras.layers.LSTM(H, return_sequences=True), batch=1),
+    "lite_gru_last_batch1": _tflite(lambda: keras.layers.GRU(H), batch=1),
 })
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, const_array, producer, shape_of, view_root
+from ir2onnx.passes.static_shapes import StaticShapes
 
 _STEP_OPS = ("LSTM", "GRU", "RNN")
 _GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -174,9 +175,17 @@ class _Reader:
             if c.ndim > 2 or (c.ndim == 2 and c.shape[0] != 1) or c.dtype.kind != "f":
                 raise NoMatch("a constant term that is not a bias over the gate columns")
             return Linear({}, c.reshape(-1))
-        n = producer(v, "MatMul", "Add", "Split", "Slice")
+        n = producer(v, "MatMul", "Add", "Split", "Slice", "Reshape")
         if n is None:
             raise NoMatch(f"{v.name} is not a MatMul/Add/Split/Slice of the input and state")
+        if n.op_type == "Reshape":  # a batch of one flattened, [1, N] -> [N] (TensorFlow Lite at batch 1): the
+            # broadcasting Add that reads it gives the same values as the [1, N] term itself
+            shapes = StaticShapes()
+            src = shapes(n.inputs[0])
+            if src is None or len(src) != 2 or src[0] != 1 or shapes(v) != (src[1],):
+                raise NoMatch(f"{v.name} reshapes more than a batch of one")
+            self.nodes.append(n)
+            return self.linear(n.inputs[0])
         self.nodes.append(n)
         if n.op_type == "MatMul":
             a, w = n.inputs

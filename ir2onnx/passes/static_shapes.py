@@ -3,7 +3,7 @@
 A value's shape is a tuple of ints when every dim is known: its declared shape when all dims are ints, an
 initializer's (or Constant's) shape, or the shape its producer gives it when that producer is a reshape-only op
 (Identity, Squeeze, Unsqueeze, Reshape, Flatten), a Transpose, an elementwise op (unary, or broadcasting binary), a
-MatMul or a time-major LSTM/GRU/RNN whose inputs have static shapes. Anything else is None: shapes are never guessed.
+MatMul, a Split, a Slice with constant bounds, a Gather or a time-major LSTM/GRU/RNN whose inputs have static shapes. Anything else is None: shapes are never guessed.
 """
 
 from __future__ import annotations
@@ -186,6 +186,53 @@ def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
 
 
+def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
+    """Output `index` of a Split: given sizes (the second input), or equal parts."""
+    shape = s(node.inputs[0])
+    if shape is None:
+        return None
+    attr = node.attributes.get("axis")
+    axis = 0 if attr is None else attr.as_int()
+    axis += len(shape) if axis < 0 else 0
+    sizes = const_ints(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+    if sizes is None:
+        n = len(node.outputs)
+        if "num_outputs" in node.attributes or shape[axis] % n:
+            return None  # (opset 18's uneven last part is not worth a rule)
+        sizes = [shape[axis] // n] * n
+    if len(sizes) != len(node.outputs) or sum(sizes) != shape[axis]:
+        return None
+    return (*shape[:axis], sizes[index], *shape[axis + 1:])
+
+
+def _slice(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    """A Slice with constant starts, ends, axes and steps."""
+    shape = s(node.inputs[0])
+    starts, ends = (const_ints(v) for v in node.inputs[1:3]) if len(node.inputs) >= 3 else (None, None)
+    if shape is None or starts is None or ends is None or len(starts) != len(ends):
+        return None
+    axes = const_ints(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else \
+        list(range(len(starts)))
+    steps = const_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1] * len(starts)
+    if axes is None or steps is None or len(axes) != len(starts) or len(steps) != len(starts) or 0 in steps:
+        return None
+    dims = list(shape)
+    for a, b, e, st in zip(axes, starts, ends, steps):
+        a += len(shape) if a < 0 else 0
+        dims[a] = len(range(*slice(b, e, st).indices(shape[a])))
+    return tuple(dims)
+
+
+def _gather(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+    data, indices = s(node.inputs[0]), s(node.inputs[1]) if len(node.inputs) > 1 else None
+    if data is None or indices is None:
+        return None
+    attr = node.attributes.get("axis")
+    axis = 0 if attr is None else attr.as_int()
+    axis += len(data) if axis < 0 else 0
+    return (*data[:axis], *indices, *data[axis + 1:])
+
+
 def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     """Y [T, num_directions, B, H]; Y_h, Y_c [num_directions, B, H] for a time-major (layout 0) node."""
     layout = node.attributes.get("layout")
@@ -212,6 +259,9 @@ _RULES: dict[str, Callable[[StaticShapes, ir.Node, int], Shape | None]] = {
     "GRU": _recurrent,
     "RNN": _recurrent,
     "MatMul": _matmul,
+    "Split": _split,
+    "Slice": _slice,
+    "Gather": _gather,
     **{op: _identity for op in UNARY_ELEMENTWISE},
     **{op: _broadcast for op in BROADCASTING_BINARY},
 }

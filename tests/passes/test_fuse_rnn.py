@@ -7,11 +7,14 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes.fuse_rnn_cells import _Reader
+from ir2onnx.passes.fuse_rnn_util import NoMatch
 from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, recurrent_loop, spelled
 from tests.utils import assert_equivalent, count_loops, count_ops, rng_inputs, save_ir
@@ -251,7 +254,8 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_v1_lstm_cell": 1, "tf_v1_basic_lstm_cell": 1, "tf_v1_gru_cell": 1, "tf_v1_basic_rnn_cell": 1,
              "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2,
              "tf_v1_lstm_cell_sequence_length": 1, "tf_v1_gru_cell_sequence_length": 1,
-             "tf_lite_lstm_seq": 1, "tf_lite_gru_seq": 1, "tf_lite_bidirectional_lstm": 2, "tf_lite_simple_rnn": 1}
+             "tf_lite_lstm_seq": 1, "tf_lite_gru_seq": 1, "tf_lite_bidirectional_lstm": 2, "tf_lite_simple_rnn": 1,
+             "tf_lite_lstm_seq_batch1": 1, "tf_lite_gru_last_batch1": 1}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -263,8 +267,8 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     loop (LSTM, GRU, RNN: the first cell computed outside, the loop fused again); TensorFlow 1's dynamic_rnn over its
     cells (control flow v1: the step read from a TensorArray scattered from the input, [x, h] times one matrix, the
     output written to a TensorArray that grows), MultiRNNCell included; Keras layers through TensorFlow Lite (the
-    output TensorList written by Concat(rows before k, row, rows after k)): fused, equal to OpenVINO and to
-    TensorFlow's outputs."""
+    output TensorList written by Concat(rows before k, row, rows after k); at batch 1 a flattened [1, N] -> [N]
+    recurrent product): fused, equal to OpenVINO and to TensorFlow's outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
@@ -367,3 +371,19 @@ def test_replaced_weights_are_dropped(tmp_path: Path, optimize: bool) -> None:
     assert [t.name for t in fused.graph.initializer if t.name not in used] == []
     weights = sum(np.prod(t.dims) for t in fused.graph.initializer)
     assert weights < 1.1 * 4 * 32 * (64 + 32 + 2)
+
+
+@pytest.mark.parametrize("shape,target,reason", [
+    ((1, 8), [-1], "is not a MatMul"),  # a batch of one flattened: read through, on to what it reshapes
+    ((2, 4), [-1], "reshapes more than a batch of one"),
+    ((1, 8), [2, 4], "reshapes more than a batch of one"),
+])
+def test_reshape_in_a_gate_term(shape: tuple[int, ...], target: list[int], reason: str) -> None:
+    """A Reshape in a gate's linear form is read through only when it flattens [1, N] to [N] (TensorFlow Lite at
+    batch 1: the broadcasting Add that reads it gives the same values)."""
+    term = ir.Value(name="term", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape(list(shape)))
+    target_value = ir.Value(name="target", const_value=ir.tensor(np.array(target, np.int64)))
+    reshape = ir.Node("", "Reshape", [term, target_value])
+    reader = _Reader(ir.Value(name="x"), ir.Value(name="h"))
+    with pytest.raises(NoMatch, match=reason):
+        reader.linear(reshape.outputs[0])

@@ -45,3 +45,46 @@ def test_chains_through_reshapes() -> None:
     act = ir.Node("", "Sigmoid", [proj.outputs[0]])
     shaped = ir.Node("", "Reshape", [act.outputs[0], _const([-1, 2, 2])])
     assert StaticShapes()(shaped.outputs[0]) == (2, 2, 2)
+
+
+def _outputs(op: str, inputs: list[ir.Value], n: int = 1, **attrs: object) -> list[tuple[int, ...] | None]:
+    node = ir.Node("", op, inputs, [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()], num_outputs=n)
+    shapes = StaticShapes()
+    return [shapes(o) for o in node.outputs]
+
+
+@pytest.mark.parametrize("inputs,n,attrs,expected", [
+    ([(2, 12), [4, 8]], 2, {"axis": 1}, [(2, 4), (2, 8)]),
+    ([(2, 12)], 3, {"axis": -1}, [(2, 4)] * 3),  # equal parts
+    ([(2, 12)], 5, {"axis": 1}, [None] * 5),  # 12 is no multiple of 5
+    ([(2, 12), [4, 4]], 2, {"axis": 1}, [None, None]),  # sizes that do not add up
+    ([("b", 12), [6, 6]], 2, {"axis": 1}, [None, None]),
+])
+def test_split(inputs: list, n: int, attrs: dict, expected: list) -> None:
+    values = [_value(inputs[0])] + [_const(v) for v in inputs[1:]]
+    assert _outputs("Split", values, n, **attrs) == expected
+
+
+@pytest.mark.parametrize("shape,starts,ends,axes,steps", [
+    ((2, 1024), [0, 256], [2**63 - 1, 512], [0, 1], None),
+    ((2, 1024), [512], [2**63 - 1], [-1], None),
+    ((5, 7, 3), [-1, 0], [-6, 7], [0, 1], [-1, 2]),
+    ((5, 7), [10], [20], [0], None),  # past the end: empty
+])
+def test_slice_against_numpy(shape: tuple[int, ...], starts: list[int], ends: list[int], axes: list[int],
+                             steps: list[int] | None) -> None:
+    inputs = [_value(shape), _const(starts), _const(ends), _const(axes)] + ([_const(steps)] if steps else [])
+    index = [slice(None)] * len(shape)
+    for a, b, e, st in zip(axes, starts, ends, steps or [1] * len(axes)):
+        index[a] = slice(b, e, st)
+    assert _outputs("Slice", inputs) == [np.zeros(shape)[tuple(index)].shape]
+
+
+@pytest.mark.parametrize("data,indices,axis,expected", [
+    ((100, 1, 128), (), 0, (1, 128)),  # a step read at a scalar index
+    ((3, 4, 5), (2, 6), 1, (3, 2, 6, 5)),
+    ((3, 4), ("k",), 0, None),
+])
+def test_gather(data: tuple, indices: tuple, axis: int, expected: tuple | None) -> None:
+    idx = ir.Value(name="i", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape(list(indices)))
+    assert _outputs("Gather", [_value(data), idx], axis=axis) == [expected]
