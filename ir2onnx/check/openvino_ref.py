@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ir2onnx.check.worker import F32_CONFIG
+from ir2onnx.check.worker import F32_CONFIG, port_name
 from ir2onnx.errors import CheckError
 
 
@@ -29,7 +29,7 @@ def run_openvino(xml_path: str, inputs: Sequence[np.ndarray] | Mapping[str, np.n
     model = core.read_model(xml_path, bin_path) if bin_path else core.read_model(xml_path)
     compiled = core.compile_model(model, "CPU", F32_CONFIG)
     if isinstance(inputs, Mapping):
-        feed = [np.asarray(inputs[port.get_any_name()]) for port in compiled.inputs]
+        feed = [np.asarray(inputs[port_name(port)]) for port in compiled.inputs]
     else:
         feed = [np.asarray(v) for v in inputs]
     request = compiled.create_infer_request()  # fresh request: reused ones keep stale Loop output shapes

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import onnx
 
+from ir2onnx.check.worker import port_name
+
 Dims = list[int | None]
 Accepts = Callable[[dict[str, Dims]], bool]
 Slot = tuple[str, int]  # (input name, axis)
@@ -84,7 +86,7 @@ class OpenVINOShapes:
         self.ov = ov
         core = ov.Core()
         self.base = core.read_model(xml_path, bin_path) if bin_path else core.read_model(xml_path)
-        self.ports = {p.get_any_name(): i for i, p in enumerate(self.base.inputs)}
+        self.ports = {port_name(p): i for i, p in enumerate(self.base.inputs)}
 
     def accepts(self, shapes: dict[str, Dims]) -> bool:
         model = self.base.clone()
@@ -108,7 +110,7 @@ class OpenVINOShapes:
                 if d.is_dynamic:
                     sym = ov.Symbol()
                     dim.set_symbol(sym)
-                    symbols.append(((inp.get_any_name(), axis), sym))
+                    symbols.append(((port_name(inp), axis), sym))
                 dims.append(dim)
             shapes[inp] = ov.PartialShape(dims)
         try:

@@ -178,12 +178,21 @@ def first_iteration_feed(loop: Any, values: list[np.ndarray]) -> list[np.ndarray
     return feed  # type: ignore[return-value]
 
 
+def port_name(port: Any) -> str:
+    """An OpenVINO input's name as ir2onnx names the ONNX input: its tensor's name, or for an IR whose ports carry
+    no names (OpenVINO then has none to give) its Parameter's layer name."""
+    try:
+        return str(port.get_any_name())
+    except RuntimeError:
+        return str(port.get_node().get_friendly_name())
+
+
 def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
     import openvino as ov
 
     core = ov.Core()
     model = core.read_model(job["xml"], job["bin"]) if job.get("bin") else core.read_model(job["xml"])
-    feed = [inputs[p.get_any_name()] for p in model.inputs]
+    feed = [inputs[port_name(p)] for p in model.inputs]
     info: dict[str, Any] = {}
     body_feeds: list[np.ndarray] = []
     for name in job.get("body_path") or []:

@@ -168,3 +168,10 @@ def test_onnx_shape_inference_without_openvino(tmp_path: Path, make: Callable[[]
     proto = ir2onnx.convert(save_ir(make(), tmp_path))
     feed = random_inputs(proto)
     run_onnxruntime(proto, feed)
+
+
+def test_ports_without_names() -> None:
+    """OpenVINO's own IR frontend test network (a TensorIterator slicing axis 2, its ports carrying no tensor names):
+    OpenVINO gives its input no name, so the check feeds it by its Parameter's layer name, as ir2onnx names it."""
+    report = ir2onnx.check(Path(__file__).parent.parent / "fixtures" / "ov_ti_unnamed_ports" / "model.xml")
+    assert report.passed and [o.name for o in report.outputs] == ["TensorIterator"]
