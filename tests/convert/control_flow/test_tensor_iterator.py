@@ -109,6 +109,37 @@ def test_two_sliced_inputs_against_the_specification(tmp_path: Path) -> None:
     np.testing.assert_allclose(y2, np.stack([v * v for v in states[::-1]], axis=2), rtol=1e-5, atol=1e-6)
 
 
+def test_sliced_input_the_body_does_not_read_against_the_specification(tmp_path: Path) -> None:
+    """The sliced input sets the number of iterations even when the body never reads its slice. OpenVINO's CPU
+    plugin (2026.4) runs such a TensorIterator once (its concatenated output [2, 1, 3] where the IR declares
+    [2, 3, 3]); checked against numpy instead."""
+    import ir2onnx
+    from ir2onnx.check.onnxruntime_run import run_onnxruntime
+    from tests.utils import save_ir
+
+    X = ops.parameter([2, 3, 4], np.float32, name="X")
+    S = ops.parameter([2, 3], np.float32, name="S")
+    bx = ops.parameter([2, 1, 4], np.float32)
+    bs = ops.parameter([2, 3], np.float32)
+    new = ops.tanh(ops.add(ops.multiply(bs, ops.constant(np.float32(0.5))), ops.constant(np.float32(1.0))))
+    r_s, r_y = ops.result(new), ops.result(ops.unsqueeze(new, ops.constant(np.int64(1))))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_s, r_y], [bx, bs]))
+    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(bs, S.output(0), r_s.output(0))
+    model = ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1), ti.get_iter_value(r_s.output(0), -1)],
+                     [X, S])
+    x, s = rng_inputs([((2, 3, 4), np.float32), ((2, 3), np.float32)])
+    proto = ir2onnx.convert(save_ir(model, tmp_path))
+    ys, last = run_onnxruntime(proto, dict(zip([i.name for i in proto.graph.input], [x, s])))
+    states = []
+    for _ in range(3):
+        s = np.tanh(s * 0.5 + 1.0)
+        states.append(s)
+    np.testing.assert_allclose(ys, np.stack(states, axis=1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(last, s, rtol=1e-6, atol=1e-6)
+
+
 def test_concat_output_with_slices_larger_than_one(tmp_path: Path) -> None:
     """Each iteration contributes 2 rows on the concat axis (body value [2, 2, 3] concatenated on axis 1)."""
     X = ops.parameter([2, 4, 3], np.float32, name="X")
