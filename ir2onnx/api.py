@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
+log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True) -> ir.Model:
@@ -28,12 +30,25 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node."""
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
     out = convert_ir(model, weights, opset)
-    if fuse:
-        fuse_recurrent(out)
-    if optimize:
-        apply_default_passes(out, fuse=fuse)
-    layer_map.refresh(out)  # passes may have removed values
-    validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
+    failed: Exception | None = None
+    if fuse or optimize:
+        try:
+            if fuse:
+                fuse_recurrent(out)
+            if optimize:
+                apply_default_passes(out, fuse=fuse)
+            layer_map.refresh(out)  # passes may have removed values
+            validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
+        except Exception as e:  # noqa: BLE001  a defect in a pass must not cost the conversion
+            failed = e
+            out = convert_ir(model, weights, opset)  # the plain translation, the reference the passes preserve
+    if failed is not None or not (fuse or optimize):
+        layer_map.refresh(out)
+        validate_model(out)  # a translation defect: its own error, which names the layer
+    if failed is not None:
+        first = str(failed).splitlines()[0] if str(failed) else ""
+        log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without fusion "
+                    "or optimisations", type(failed).__name__, first)
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out

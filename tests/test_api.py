@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 import pytest
 
 import ir2onnx
+import ir2onnx.api
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -105,3 +109,30 @@ def test_dynamic_rank_input_is_refused_clearly(tmp_path: Path) -> None:
     ov.save_model(ov.Model([ops.relu(x)], [x]), str(tmp_path / "m.xml"))
     with pytest.raises(ir2onnx.ConversionError, match="dynamic rank"):
         ir2onnx.convert(tmp_path / "m.xml")
+
+
+def _corrupt(model: ir.Model, **_: object) -> None:
+    """A pass with a defect: it leaves a node of no known op type in the graph."""
+    x = model.graph.inputs[0]
+    node = ir.Node("", "NoSuchOp", [x], name="broken")
+    model.graph.append(node)
+    model.graph.outputs.append(node.outputs[0])
+    node.outputs[0].name = "broken_out"
+
+
+def _raise(model: ir.Model, **_: object) -> None:
+    raise RuntimeError("a defect in a pass")
+
+
+@pytest.mark.parametrize("defect", [_raise, _corrupt], ids=["raises", "invalid_model"])
+def test_a_failing_pass_falls_back_to_the_plain_translation(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture, defect: Any) -> None:
+    """A defect in an optimisation pass (an exception, or a model the checker rejects) does not cost the conversion:
+    the plain translation is returned, equal to optimize=False, fuse=False, and a warning says so."""
+    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", defect)
+    with caplog.at_level(logging.WARNING, logger="ir2onnx"):
+        got = ir2onnx.convert(TI)
+    assert "the optimisation passes failed" in caplog.text
+    plain = ir2onnx.convert(TI, optimize=False, fuse=False)
+    assert [n.op_type for n in got.graph.node] == [n.op_type for n in plain.graph.node]
+    assert [o.name for o in got.graph.output] == [o.name for o in plain.graph.output]
