@@ -26,7 +26,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     through,
 )
-from ir2onnx.passes.loop_utils import const_ints
+from ir2onnx.passes.loop_utils import const_ints, explicit_perm
 from ir2onnx.passes.static_shapes import StaticShapes
 
 
@@ -735,7 +735,7 @@ def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> boo
     permuted = producer(through(ex_cat.inputs[-1], "Cast"), "Gather") if ex_cat is not None else None
     moved = producer(row, "Transpose")
     if permuted is not None and moved is not None and int(attr(permuted, "axis", 0)) == 0 \
-            and const_ints(permuted.inputs[1]) == list(attr(moved, "perm") or ()):  # type: ignore[call-overload]
+            and const_ints(permuted.inputs[1]) == explicit_perm(moved):
         # Gather(Shape(r), perm) is the shape of a row Transpose(r, perm) (OpenVINO's layout transposes, NCHW -> NHWC)
         row_shape, row = producer(through(permuted.inputs[0], "Cast"), "Shape"), moved.inputs[0]
     return cat is not None and const_ints(cat.inputs[0]) == [-1] and tail is not None and tail.inputs[0] is data \

@@ -168,14 +168,19 @@ def _lift_squeeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole:
         identity = ir.Node("", "Identity", [whole], outputs=[same], name=f"{node.name}/lifted")
         return _Lifted([inherit_meta(identity, node)], same, axis, x_rank)
     new_axes = [a + (a >= axis) for a in axes]
-    new_axis = axis - sum(a < axis for a in axes)
-    new_rank = x_rank - len(set(axes))
+    return _with_axes("Squeeze", node, whole, new_axes, axis - sum(a < axis for a in axes), x_rank - len(set(axes)))
+
+
+def _with_axes(op: str, node: ir.Node, whole: ir.Value, axes: list[int], new_axis: int, new_rank: int) -> _Lifted:
+    """op(whole, axes) (a Squeeze or Unsqueeze, its axes a new Constant) standing for `node` lifted: a result whose
+    slices, of rank `new_rank`, are cut on `new_axis`."""
+    out = node.outputs[0]
     axes_value = ir.Value(name=f"{out.name}/lifted_axes",
-                          const_value=ir.tensor(np.array(new_axes, np.int64), name=f"{out.name}/lifted_axes"))
+                          const_value=ir.tensor(np.array(axes, np.int64), name=f"{out.name}/lifted_axes"))
     axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
                         outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
     value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
-    lifted = ir.Node("", "Squeeze", [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
+    lifted = ir.Node("", op, [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
 
 
@@ -188,15 +193,7 @@ def _lift_unsqueeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whol
         return None
     kept = [i for i in range(out_rank) if i not in new]  # where the slice's dims land, in order
     new_axis = kept[axis] if axis < x_rank else out_rank
-    lifted_axes = [a + (a >= new_axis) for a in new]
-    out = node.outputs[0]
-    axes_value = ir.Value(name=f"{out.name}/lifted_axes",
-                          const_value=ir.tensor(np.array(lifted_axes, np.int64), name=f"{out.name}/lifted_axes"))
-    axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
-                        outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
-    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(out_rank + 1))
-    lifted = ir.Node("", "Unsqueeze", [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
-    return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, out_rank)
+    return _with_axes("Unsqueeze", node, whole, [a + (a >= new_axis) for a in new], new_axis, out_rank)
 
 
 def _dims(shape: ir.Shape | None) -> list[int | None] | None:

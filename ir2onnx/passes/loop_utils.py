@@ -44,14 +44,27 @@ def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, 
             yield node, node.attributes["body"].as_graph(), graph
 
 
+def carried_count(loop: ir.Node) -> int:
+    """The values a Loop carries (its inputs after the trip count and condition) or a Scan's states."""
+    if loop.op_type == "Loop":
+        return len(loop.inputs) - 2
+    return len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
+
+
 def stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
     """(body output index, stacking axis) of each per-iteration output of a Loop (after the condition and the
     carried values, on axis 0) or Scan (after the states, on its scan_output_axes)."""
     if loop.op_type == "Loop":
-        return [(i, 0) for i in range(1 + len(loop.inputs) - 2, len(body.outputs))]
-    states = len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
-    stacked = range(states, len(body.outputs))
+        return [(i, 0) for i in range(1 + carried_count(loop), len(body.outputs))]
+    stacked = range(carried_count(loop), len(body.outputs))
     return list(zip(stacked, scan_ints(loop, "scan_output_axes", len(stacked))))
+
+
+def explicit_perm(node: ir.Node | None) -> list[int] | None:
+    """A Transpose's `perm` attribute as a list, or None without one (then the reversed axes, whose rank a caller
+    might not know)."""
+    a = node.attributes.get("perm") if node is not None else None
+    return [int(p) for p in a.as_ints()] if a is not None else None
 
 
 def scan_ints(scan: ir.Node, name: str, count: int) -> list[int]:

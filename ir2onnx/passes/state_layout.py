@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, attr, distinct_output, fresh_name, producer
-from ir2onnx.passes.loop_utils import inherit_meta, loops_innermost_first
+from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name, producer
+from ir2onnx.passes.loop_utils import carried_count, explicit_perm, inherit_meta, loops_innermost_first
 
 
 class CarriedLayoutPass(ir.passes.InPlacePass):
@@ -21,17 +21,10 @@ class CarriedLayoutPass(ir.passes.InPlacePass):
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in list(loops_innermost_first(model.graph)):
-            n_states = len(loop.inputs) - 2 if loop.op_type == "Loop" else \
-                len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
             first_in, first_out = (2, 1) if loop.op_type == "Loop" else (0, 0)
-            for i in range(n_states):
+            for i in range(carried_count(loop)):
                 modified |= _carry_transposed(loop, body, outer, first_in + i, first_out + i, i, names)
         return ir.passes.PassResult(model, modified=modified)
-
-
-def _perm(node: ir.Node | None) -> list[int] | None:
-    p = attr(node, "perm") if node is not None else None
-    return [int(v) for v in p] if p is not None else None  # type: ignore[attr-defined]
 
 
 def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: int, body_out: int, state: int,
@@ -41,14 +34,14 @@ def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: i
     inverse one."""
     v_in, v_out = body.inputs[body_in], body.outputs[body_out]
     readers = [u.node for u in v_in.uses()]
-    perms = [_perm(n) if n.op_type == "Transpose" and n.graph is body else None for n in readers]
+    perms = [explicit_perm(n) if n.op_type == "Transpose" and n.graph is body else None for n in readers]
     if not readers or v_in.is_graph_output() or any(p is None for p in perms) or any(p != perms[0] for p in perms) \
             or any(n.outputs[0].is_graph_output() for n in readers):
         return False
     perm = perms[0]
     assert perm is not None
     back = producer(v_out, "Transpose")
-    if back is None or back.graph is not body or _perm(back) != [perm.index(k) for k in range(len(perm))]:
+    if back is None or back.graph is not body or explicit_perm(back) != [perm.index(k) for k in range(len(perm))]:
         return False
     init = loop.inputs[body_in]
     if init is None:
@@ -78,7 +71,7 @@ def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: i
         final.replace_all_uses_with(restored, replace_graph_outputs=True)
         if restored.is_graph_output():
             restored.name, final.name = final.name, fresh_name(names, f"{final.name}/transposed")
-        outer.insert_after(loop, inherit_meta(ir.Node("", "Transpose", [final], [ir.AttrInt64s("perm", _perm(back))],
+        outer.insert_after(loop, inherit_meta(ir.Node("", "Transpose", [final], [ir.AttrInt64s("perm", explicit_perm(back))],
                                                       outputs=[restored],
                                                       name=fresh_name(names, f"{hint}/state{state}_restore")),
                                               loop))

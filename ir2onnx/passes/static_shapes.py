@@ -75,6 +75,13 @@ def _axes(node: ir.Node) -> list[int] | None:
     return [] if attr is None else [int(a) for a in attr.as_ints()]
 
 
+def _axis(node: ir.Node, default: int, rank: int) -> int:
+    """The node's `axis` attribute (or `default`), a negative one counted from the end of `rank` dims."""
+    attr = node.attributes.get("axis")
+    axis = default if attr is None else attr.as_int()
+    return axis + rank if axis < 0 else axis
+
+
 def _identity(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return s(node.inputs[0])
 
@@ -136,10 +143,7 @@ def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     shape = s(node.inputs[0])
     if shape is None:
         return None
-    attr = node.attributes.get("axis")
-    axis = 1 if attr is None else attr.as_int()
-    if axis < 0:
-        axis += len(shape)
+    axis = _axis(node, 1, len(shape))
     if not 0 <= axis <= len(shape):
         return None
     return math.prod(shape[:axis]), math.prod(shape[axis:])
@@ -191,9 +195,7 @@ def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     shape = s(node.inputs[0])
     if shape is None:
         return None
-    attr = node.attributes.get("axis")
-    axis = 0 if attr is None else attr.as_int()
-    axis += len(shape) if axis < 0 else 0
+    axis = _axis(node, 0, len(shape))
     sizes = const_ints(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
     if sizes is None:
         n = len(node.outputs)
@@ -227,9 +229,7 @@ def _gather(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     data, indices = s(node.inputs[0]), s(node.inputs[1]) if len(node.inputs) > 1 else None
     if data is None or indices is None:
         return None
-    attr = node.attributes.get("axis")
-    axis = 0 if attr is None else attr.as_int()
-    axis += len(data) if axis < 0 else 0
+    axis = _axis(node, 0, len(data))
     return (*data[:axis], *indices, *data[axis + 1:])
 
 

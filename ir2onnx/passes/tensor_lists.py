@@ -22,13 +22,12 @@ from ir2onnx.passes.fuse_rnn_loops import State, buffer_row, loop_iterations
 from ir2onnx.passes.fuse_rnn_util import (
     NoMatch,
     all_names,
-    attr,
     distinct_output,
     fresh_name,
     producer,
     replace_node,
 )
-from ir2onnx.passes.loop_utils import const_ints, inherit_meta, is_default_domain, loops_innermost_first
+from ir2onnx.passes.loop_utils import const_ints, explicit_perm, inherit_meta, is_default_domain, loops_innermost_first
 
 
 class TensorListOutputsPass(ir.passes.InPlacePass):
@@ -126,7 +125,7 @@ def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: set[str]) -> None:
         updates = producer(clipped.inputs[0], "Reshape").inputs[0]  # type: ignore[union-attr]
     tr = producer(updates, "Transpose")
     unsq = producer(tr.inputs[0], "Unsqueeze") if tr is not None else None
-    perm = list(attr(tr, "perm") or ()) if tr is not None else []  # type: ignore[call-overload]
+    perm = explicit_perm(tr) or []
     if unsq is None or perm[:1] != [0] or len(unsq.inputs) != 2 \
             or const_ints(unsq.inputs[1]) != [0] or len(tr.outputs[0].uses()) != 1 \
             or len(unsq.outputs[0].uses()) != 1 or not all(n.graph is body for n in (tr, unsq)):
