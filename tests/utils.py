@@ -97,16 +97,37 @@ def check_model(model: Any, inputs: Sequence[np.ndarray], tmp_path: Path, **kwar
     return assert_equivalent(save_ir(model, tmp_path), inputs, **kwargs)
 
 
-def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
-    """Nodes of `op_type` in the graph and all subgraphs."""
+def all_nodes(proto: onnx.ModelProto | onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes of the graph and of all its subgraphs."""
     graph = proto.graph if isinstance(proto, onnx.ModelProto) else proto
-    n = 0
+    nodes = []
     for node in graph.node:
-        n += node.op_type == op_type
+        nodes.append(node)
         for a in node.attribute:
             if a.type == onnx.AttributeProto.GRAPH:
-                n += count_ops(a.g, op_type)
-    return n
+                nodes += all_nodes(a.g)
+    return nodes
+
+
+def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
+    """Nodes of `op_type` in the graph and all subgraphs."""
+    return sum(n.op_type == op_type for n in all_nodes(proto))
+
+
+def gru_dispatches(proto: onnx.ModelProto) -> int:
+    """The If nodes of the main graph that run a GRU as a Scan at large batches and as itself below
+    (passes/gru_scan.py), each checked: its else-branch the lone GRU node, its then-branch one Scan whose body starts
+    with the recurrent Gemm."""
+    found = 0
+    for node in proto.graph.node:
+        branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+        if node.op_type != "If" or [n.op_type for n in branches["else_branch"].node] != ["GRU"]:
+            continue
+        scans = [n for n in branches["then_branch"].node if n.op_type == "Scan"]
+        assert len(scans) == 1 and count_ops(branches["then_branch"], "GRU") == 0
+        assert scans[0].attribute[0].g.node[0].op_type == "Gemm"
+        found += 1
+    return found
 
 
 def count_loops(proto: onnx.ModelProto | onnx.GraphProto) -> int:

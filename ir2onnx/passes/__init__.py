@@ -14,6 +14,7 @@ from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
 from ir2onnx.passes.full_scatter import FullScatterPass
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
+from ir2onnx.passes.gru_scan import GRUAsScanPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
@@ -43,6 +44,7 @@ DEFAULT_PASSES = (
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
+    GRUAsScanPass,  # at larger batches onnxruntime's GRU kernel is slower than a Scan over Gemm + gate arithmetic
     ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
     NameFixPass,  # new values get names unique across the model

@@ -270,7 +270,7 @@ class _Reader:
 
 # The activations an ONNX LSTM/GRU/RNN applies, with their parameters' attribute names and ONNX defaults, in the
 # order the node's activation_alpha / activation_beta lists take them (onnxruntime reads one entry per parameter).
-_ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
+ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
     "Sigmoid": (), "Tanh": (), "Relu": (), "Softsign": (), "Softplus": (),
     "HardSigmoid": (("alpha", 0.2), ("beta", 0.5)), "LeakyRelu": (("alpha", 0.01),), "Elu": (("alpha", 1.0),),
     "ThresholdedRelu": (("alpha", 1.0),),
@@ -284,7 +284,7 @@ Pre = ir.Value | tuple[ir.Value, ir.Node, ir.Value]
 def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
     """(the activation, its input) when `v` is the output of an activation ONNX's recurrent ops can apply, or a
     slice of the gate columns of one."""
-    n = producer(v, *_ACTIVATIONS)
+    n = producer(v, *ACTIVATIONS)
     if n is None:
         sl = producer(v, "Split", "Slice")
         inner = _act(sl.inputs[0]) if sl is not None else None
@@ -293,7 +293,7 @@ def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
         return inner[0], (inner[1], sl, v)  # type: ignore[return-value]
     if n.inputs[0] is None:
         return None
-    params = tuple(float(attr(n, name, default)) for name, default in _ACTIVATIONS[n.op_type])  # type: ignore[arg-type]
+    params = tuple(float(attr(n, name, default)) for name, default in ACTIVATIONS[n.op_type])  # type: ignore[arg-type]
     return (n.op_type, params), n.inputs[0]
 
 

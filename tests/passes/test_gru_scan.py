@@ -1,0 +1,136 @@
+"""GRU nodes at larger batches become a Scan over Gemm + gate arithmetic (onnxruntime's GRU kernel is slower there);
+on a run-time batch, an If on it picks the Scan or the GRU node. Small batches, one step and other forms stay GRU."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
+from tests.utils import assert_equivalent, count_ops, gru_dispatches
+
+H, I = 256, 4
+BIG = min_batch(H)
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def gru_model(steps: int | str, batch: int | str, *, bias: bool = True, h0: bool = True, outputs: str = "both",
+              seq_lens: bool = False, **attrs: Any) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    d = 2 if attrs.get("direction") == "bidirectional" else 1
+    inits = [numpy_helper.from_array(rng.standard_normal((d, 3 * H, I)).astype(np.float32) * 0.5, "W"),
+             numpy_helper.from_array(rng.standard_normal((d, 3 * H, H)).astype(np.float32) * 0.1, "R")]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal((d, 6 * H)).astype(np.float32), "B"))
+    if seq_lens:
+        inits.append(numpy_helper.from_array(np.full(batch, steps, np.int32), "lens"))
+    ins = ["X", "W", "R", "B" if bias else "", "lens" if seq_lens else "", "H0" if h0 else ""]
+    batch_major = attrs.get("layout") == 1
+    graph_in = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [batch, steps, I] if batch_major else [steps, batch, I])]
+    if h0:
+        graph_in.append(helper.make_tensor_value_info("H0", TensorProto.FLOAT, [batch, d, H] if batch_major else [d, batch, H]))
+    outs = {"both": ["Y", "Y_h"], "Y": ["Y"], "Y_h": ["", "Y_h"]}[outputs]
+    shapes = {"Y": [batch, steps, d, H] if batch_major else [steps, d, batch, H],
+              "Y_h": [batch, d, H] if batch_major else [d, batch, H]}
+    graph = helper.make_graph([helper.make_node("GRU", ins, outs, hidden_size=H, **attrs)], "g", graph_in,
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs if o],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:
+    model = ir.serde.deserialize_model(proto)
+    GRUAsScanPass()(model)
+    out = ir.to_proto(model)
+    onnx.checker.check_model(out, full_check=True)
+    return out
+
+
+def feed(proto: onnx.ModelProto, steps: int, batch: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    shapes = {"X": (steps, batch, I), "H0": (1, batch, H)}
+    return {i.name: rng.standard_normal(shapes[i.name]).astype(np.float32) for i in proto.graph.input}
+
+
+def assert_same(out: onnx.ModelProto, proto: onnx.ModelProto, steps: int, batch: int) -> None:
+    inputs = feed(proto, steps, batch)
+    for got, want in zip(run_onnxruntime(out, inputs), run_onnxruntime(proto, inputs), strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
+    assert [o.name for o in out.graph.output] == [o.name for o in proto.graph.output]
+
+
+CASES = [
+    {},
+    {"linear_before_reset": 1},
+    {"direction": "reverse"},
+    {"direction": "reverse", "linear_before_reset": 1, "outputs": "Y"},
+    {"clip": 0.3},
+    {"clip": 0.3, "linear_before_reset": 1},
+    {"activations": ["HardSigmoid", "LeakyRelu"], "activation_alpha": [0.3, 0.05], "activation_beta": [0.4]},
+    {"activations": ["Sigmoid", "Softsign"]},
+    {"bias": False, "h0": False},
+    {"bias": False, "linear_before_reset": 1, "outputs": "Y_h"},
+]
+
+
+@pytest.mark.parametrize("kw", CASES)
+def test_static_batch_becomes_a_scan(kw: dict[str, Any]) -> None:
+    proto = gru_model(5, BIG, **kw)
+    out = lowered(proto)
+    assert count_ops(out, "GRU") == 0 and count_ops(out, "Scan") == 1 and count_ops(out, "If") == 0
+    assert_same(out, proto, 5, BIG)
+
+
+@pytest.mark.parametrize("kw", CASES[:4] + CASES[-2:])
+def test_run_time_batch_dispatches_on_it(kw: dict[str, Any]) -> None:
+    """Both branches computed: a batch at the threshold runs the Scan, one below it the GRU node."""
+    proto = gru_model("T", "N", **kw)
+    out = lowered(proto)
+    assert gru_dispatches(out) == 1
+    for batch in (BIG, BIG - 1, 1):
+        assert_same(out, proto, 4, batch)
+
+
+@pytest.mark.parametrize("kw", [
+    {"direction": "bidirectional"},
+    {"seq_lens": True},
+    {"layout": 1},
+    {"activations": ["Affine", "Tanh"], "activation_alpha": [0.5], "activation_beta": [0.1]},
+])
+def test_other_forms_stay_gru(kw: dict[str, Any]) -> None:
+    proto = gru_model(5, BIG, **kw)
+    out = lowered(proto)
+    assert count_ops(out, "GRU") == 1 and count_ops(out, "Scan") == 0
+
+
+@pytest.mark.parametrize("steps,batch", [(5, BIG - 1), (1, BIG), (1, "N")])
+def test_small_batch_or_one_step_stays_gru(steps: int, batch: int | str) -> None:
+    assert count_ops(lowered(gru_model(steps, batch)), "GRU") == 1
+
+
+def test_threshold() -> None:
+    """Batch 16 from hidden 256 on; smaller hidden sizes need batch x hidden >= 4096."""
+    assert [min_batch(h) for h in (64, 128, 256, 512)] == [64, 32, 16, 16]
+
+
+@pytest.mark.parametrize("name,axis", [("tf_v1_gru_cell", 0), ("torch_gru_time_major", 1)])
+def test_frontend_gru_on_a_large_batch(name: str, axis: int) -> None:
+    """A GRU from OpenVINO's TensorFlow / PyTorch frontends on a run-time batch: at a batch past the threshold (the
+    Scan) and at the stored one (the GRU node), equal to OpenVINO."""
+    d = FIXTURES / name
+    stored = np.load(d / "inputs.npz")
+    x = stored[stored.files[0]]
+    rng = np.random.default_rng(3)
+    shape = list(x.shape)
+    shape[axis] = min_batch(8)  # the fixtures' hidden size
+    proto = assert_equivalent(d / "model.xml", [rng.standard_normal(shape).astype(np.float32)], rtol=1e-4)
+    assert gru_dispatches(proto) == 1
+    assert_equivalent(d / "model.xml", [x], rtol=1e-4)
