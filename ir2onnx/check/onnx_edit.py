@@ -7,7 +7,9 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
+
+from ir2onnx.markers import EQUIVALENT_BRANCHES
 
 EXPOSED_PREFIX = "ir2onnx.exposed."
 
@@ -128,3 +130,27 @@ def standalone_body(model: onnx.ModelProto, owner: onnx.NodeProto, body: onnx.Gr
         [inits[n] for n in sorted(need_inits)])
     out = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
     return out, inputs
+
+
+def equivalent_branch_ifs(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The If nodes, at any depth, whose branches compute the same outputs (markers.py)."""
+    nodes = [n for n in graph.node]
+    nodes += [n for _, g in subgraphs(graph) for n in g.node]
+    return [n for n in nodes if n.op_type == "If" and any(p.key == EQUIVALENT_BRANCHES for p in n.metadata_props)]
+
+
+def forced_branches(model: onnx.ModelProto) -> list[tuple[str, onnx.ModelProto]]:
+    """Copies of `model` with every If of equivalent_branch_ifs taking its then-branch, then its else-branch
+    ([] when there is none)."""
+    if not equivalent_branch_ifs(model.graph):
+        return []
+    variants = []
+    for label, value in (("then-branches", True), ("else-branches", False)):
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        name = f"ir2onnx.forced_{label}"
+        copy.graph.initializer.append(numpy_helper.from_array(np.array([value]), name))
+        for node in equivalent_branch_ifs(copy.graph):
+            node.input[0] = name
+        variants.append((label, copy))
+    return variants

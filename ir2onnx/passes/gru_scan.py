@@ -14,7 +14,8 @@ A batch known at conversion time decides once; a batch known only at run time (K
 on it, the Scan form in its then-branch and the GRU node in its else-branch. The weight reshaping (Squeeze, Slice,
 Transpose of W, R, B) is written as nodes over the node's own inputs, inside the branch, so that the file holds
 the weights once; onnxruntime folds them at load and prepacks the results (folded outside the If, the branch's
-Gemms were measured unpacked: 1.05x instead of 0.91x).
+Gemms were measured unpacked: 1.05x instead of 0.91x). The If is marked (markers.py): `ir2onnx check` runs the
+model with each branch forced, whatever batch its inputs have.
 
 Handled: layout 0, forward or reverse, no sequence_lens, float, any activations ONNX has as ops with their
 parameters, clip, linear_before_reset 0 or 1, with or without bias and initial state. The result equals the GRU's
@@ -26,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.markers import EQUIVALENT_BRANCHES
 from ir2onnx.passes.fuse_rnn_cells import ACTIVATIONS, Act
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
@@ -110,6 +112,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> bool:
         then_graph = then_b.graph([dict(then_outs)[old] for old in outputs])
         else_graph = else_b.graph([gru.outputs[old.index()] for old in outputs])  # type: ignore[arg-type]
         results = em.op("If", [cond], {"then_branch": then_graph, "else_branch": else_graph}, outputs=len(outputs))
+        em.nodes[-1].metadata_props[EQUIVALENT_BRANCHES] = "batch"  # the check runs both (markers.py)
         replacements = list(zip(outputs, results))
     em.commit()
     replace_node(node, replacements, "gru")
