@@ -44,8 +44,8 @@ DEFAULT_PASSES = (
     StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
     LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input
     CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
+    ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes; bidirectional ones split
     GRUAsScanPass,  # at larger batches onnxruntime's GRU kernel is slower than a Scan over Gemm + gate arithmetic
-    ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
     NameFixPass,  # new values get names unique across the model
 )

@@ -28,6 +28,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     replace_node,
     value_dtype,
 )
+from ir2onnx.passes.gru_scan import min_batch
 from ir2onnx.passes.loop_utils import is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
@@ -70,6 +71,8 @@ def chunk_sizes(node: ir.Node) -> list[int] | None:
     if shape is None or len(shape) != 3:
         return None
     steps, batch = shape[0], shape[1]
+    if node.op_type == "GRU" and batch >= min_batch(int(attr(node, "hidden_size"))):  # type: ignore[arg-type]
+        return None  # a Scan instead (gru_scan.py runs next): its projection is one product, not a gate buffer
     dtype = value_dtype(node)
     assert dtype is not None
     step_bytes = batch * _GATES[node.op_type] * int(attr(node, "hidden_size")) * int(dtype.itemsize)  # type: ignore[arg-type]

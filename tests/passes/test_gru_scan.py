@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes import apply_default_passes
 from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
 from tests.utils import assert_equivalent, count_ops, gru_dispatches
 
@@ -55,7 +56,8 @@ def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 def feed(proto: onnx.ModelProto, steps: int, batch: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(1)
-    shapes = {"X": (steps, batch, I), "H0": (1, batch, H)}
+    directions = proto.graph.input[-1].type.tensor_type.shape.dim[0].dim_value or 1
+    shapes = {"X": (steps, batch, I), "H0": (directions, batch, H)}
     return {i.name: rng.standard_normal(shapes[i.name]).astype(np.float32) for i in proto.graph.input}
 
 
@@ -134,3 +136,19 @@ def test_frontend_gru_on_a_large_batch(name: str, axis: int) -> None:
     proto = assert_equivalent(d / "model.xml", [rng.standard_normal(shape).astype(np.float32)], rtol=1e-4)
     assert gru_dispatches(proto) == 1
     assert_equivalent(d / "model.xml", [x], rtol=1e-4)
+
+
+@pytest.mark.parametrize("batch", [BIG, "N"])
+def test_bidirectional_split_then_lowered(batch: int | str) -> None:
+    """The default passes: chunk_rnn.py splits a bidirectional GRU into its two directions (no time chunks for a
+    GRU this pass takes), then each becomes a Scan, or an If on a run-time batch."""
+    proto = gru_model(5, batch, direction="bidirectional", linear_before_reset=1)
+    model = ir.serde.deserialize_model(proto)
+    apply_default_passes(model)
+    out = ir.to_proto(model)
+    if batch == "N":
+        assert gru_dispatches(out) == 2
+    else:
+        assert count_ops(out, "GRU") == 0 and count_ops(out, "Scan") == 2
+    for rows in (BIG, 2) if batch == "N" else (BIG,):
+        assert_same(out, proto, 5, rows)
