@@ -34,6 +34,17 @@ class Recurrent(nn.Module):
         return (y, *state) if isinstance(state, tuple) else (y, state)
 
 
+class RecurrentFromState(nn.Module):
+    """A recurrent layer fed its initial state as a second input, returning its sequence output and final state."""
+
+    def __init__(self, layer: nn.Module) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.layer(x, h0)
+
+
 class WhileLoop(nn.Module):
     """A scripted data-dependent loop: doubles x until its norm passes a limit, counting the steps."""
 
@@ -75,6 +86,9 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "gru_time_major": _rnn(lambda: nn.GRU(I, H), (T, B, I)),
     "gru_bidirectional": _rnn(lambda: nn.GRU(I, H, bidirectional=True, batch_first=True)),
     "rnn_relu_2layers": _rnn(lambda: nn.RNN(I, H, num_layers=2, nonlinearity="relu", batch_first=True)),
+    "gru_bidirectional_2layers_h0": lambda: (
+        RecurrentFromState(nn.GRU(I, H, num_layers=2, bidirectional=True, batch_first=True)).eval(),
+        (torch.randn(B, T, I), torch.randn(4, B, H))),
     "while_loop": _scripted(WhileLoop(), (2, 3)),
     "for_loop": _scripted(ForLoop(), (B, T, 3)),
 }

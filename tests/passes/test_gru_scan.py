@@ -123,19 +123,26 @@ def test_threshold() -> None:
     assert [min_batch(h) for h in (64, 128, 256, 512)] == [64, 32, 16, 16]
 
 
-@pytest.mark.parametrize("name,axis", [("tf_v1_gru_cell", 0), ("torch_gru_time_major", 1)])
-def test_frontend_gru_on_a_large_batch(name: str, axis: int) -> None:
+@pytest.mark.parametrize("name,axes,dispatches", [
+    ("tf_v1_gru_cell", [0], 1),
+    ("torch_gru_time_major", [1], 1),
+    ("torch_gru_bidirectional_2layers_h0", [0, 1], 4),  # two layers, each split into its two directions
+])
+def test_frontend_gru_on_a_large_batch(name: str, axes: list[int], dispatches: int) -> None:
     """A GRU from OpenVINO's TensorFlow / PyTorch frontends on a run-time batch: at a batch past the threshold (the
     Scan) and at the stored one (the GRU node), equal to OpenVINO."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
-    x = stored[stored.files[0]]
+    inputs = [stored[n] for n in stored.files]
     rng = np.random.default_rng(3)
-    shape = list(x.shape)
-    shape[axis] = min_batch(8)  # the fixtures' hidden size
-    proto = assert_equivalent(d / "model.xml", [rng.standard_normal(shape).astype(np.float32)], rtol=1e-4)
-    assert gru_dispatches(proto) == 1
-    assert_equivalent(d / "model.xml", [x], rtol=1e-4)
+    large = []
+    for x, axis in zip(inputs, axes, strict=True):
+        shape = list(x.shape)
+        shape[axis] = min_batch(8)  # the fixtures' hidden size
+        large.append(rng.standard_normal(shape).astype(np.float32))
+    proto = assert_equivalent(d / "model.xml", large, rtol=1e-4)
+    assert gru_dispatches(proto) == dispatches
+    assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
 
 
 @pytest.mark.parametrize("batch", [BIG, "N"])
