@@ -97,6 +97,18 @@ def check_model(model: Any, inputs: Sequence[np.ndarray], tmp_path: Path, **kwar
     return assert_equivalent(save_ir(model, tmp_path), inputs, **kwargs)
 
 
+def rewritten(proto: onnx.ModelProto, *passes: Any) -> onnx.ModelProto:
+    """`proto` after the given ONNX-level passes (classes of ir2onnx/passes), checked by the ONNX checker."""
+    import onnx_ir as ir
+
+    model = ir.serde.deserialize_model(proto)
+    for make in passes:
+        make()(model)
+    out = ir.to_proto(model)
+    onnx.checker.check_model(out, full_check=True)
+    return out
+
+
 def all_nodes(proto: onnx.ModelProto | onnx.GraphProto) -> list[onnx.NodeProto]:
     """The nodes of the graph and of all its subgraphs."""
     graph = proto.graph if isinstance(proto, onnx.ModelProto) else proto

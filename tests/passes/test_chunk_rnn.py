@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes import chunk_rnn
 from tests.passes.rnn_builders import recurrent_loop
-from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
+from tests.utils import assert_equivalent, count_ops, rewritten, rng_inputs, save_ir
 
 I = 4
 
@@ -48,11 +48,7 @@ def rnn_model(op: str, steps: int, batch: int, hidden: int, *, states: bool = Tr
 
 
 def chunked(proto: onnx.ModelProto) -> onnx.ModelProto:
-    model = ir.serde.deserialize_model(proto)
-    chunk_rnn.ChunkRecurrentPass()(model)
-    out = ir.to_proto(model)
-    onnx.checker.check_model(out, full_check=True)
-    return out
+    return rewritten(proto, chunk_rnn.ChunkRecurrentPass)
 
 
 @pytest.mark.parametrize("op,steps,batch,hidden,expected", [

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes import apply_default_passes
 from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
-from tests.utils import assert_equivalent, count_ops, gru_dispatches
+from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten
 
 H, I = 256, 4
 BIG = min_batch(H)
@@ -47,11 +47,7 @@ def gru_model(steps: int | str, batch: int | str, *, bias: bool = True, h0: bool
 
 
 def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:
-    model = ir.serde.deserialize_model(proto)
-    GRUAsScanPass()(model)
-    out = ir.to_proto(model)
-    onnx.checker.check_model(out, full_check=True)
-    return out
+    return rewritten(proto, GRUAsScanPass)
 
 
 def feed(proto: onnx.ModelProto, steps: int, batch: int) -> dict[str, np.ndarray]:

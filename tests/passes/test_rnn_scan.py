@@ -6,13 +6,12 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
-from tests.utils import count_ops
+from tests.utils import count_ops, rewritten
 
 H, I = 3, 4
 
@@ -42,11 +41,7 @@ def rnn_model(steps: int | str, batch: int, *, bias: bool = True, h0: bool = Tru
 
 
 def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:
-    model = ir.serde.deserialize_model(proto)
-    RNNAsScanPass()(model)
-    out = ir.to_proto(model)
-    onnx.checker.check_model(out, full_check=True)
-    return out
+    return rewritten(proto, RNNAsScanPass)
 
 
 def feed(proto: onnx.ModelProto, steps: int, batch: int) -> dict[str, np.ndarray]:
