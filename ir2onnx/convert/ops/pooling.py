@@ -10,10 +10,12 @@ excluded by the number of input elements in the window.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.ops.precision import float_function
 from ir2onnx.convert.ops.window import Arith, Vec, Window, dilated, spatial_dims
@@ -226,14 +228,10 @@ def _avg_pool(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, attrs:
     return b.op("Where", [empty, fill, y])
 
 
-def _bin_mask(ctx: LayerContext, axis: int, i: int) -> tuple[ir.Value, ir.Value]:
-    """mask[o, j] = j lies in output bin o of axis `axis`, and the bin sizes [o, 1]: OpenVINO's bins are
-    [floor(o * n / out), ceil((o + 1) * n / out)) (checked by experiment). Sizes are read at run time."""
-    b = ctx.b
-    n = b.reshape(b.shape_of(ctx.inputs[0], axis, axis + 1), [])
-    size = ctx.const(1)
-    out = b.i64(int(np.asarray(size).reshape(-1)[i])) if size is not None else \
-        b.reshape(b.slice(b.cast(b.reshape(ctx.inputs[1], [-1]), ir.DataType.INT64), [i], [i + 1], [0]), [])
+def _bin_mask(b: GraphBuilder, n: ir.Value, out: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """mask[o, j] = j lies in output bin o of an axis of length n pooled to `out` bins, and the bin sizes [o, 1]:
+    OpenVINO's bins are [floor(o * n / out), ceil((o + 1) * n / out)) (checked by experiment). n and out are int64
+    scalars (read at run time)."""
     o = b.unsqueeze(b.op("Range", [b.i64(0), out, b.i64(1)]), [1])
     start = b.op("Div", [b.op("Mul", [o, n]), out])
     end = b.op("Div", [b.op("Sub", [b.op("Add", [b.op("Mul", [b.op("Add", [o, b.i64(1)]), n]), out]), b.i64(1)]), out])
@@ -242,38 +240,81 @@ def _bin_mask(ctx: LayerContext, axis: int, i: int) -> tuple[ir.Value, ir.Value]
     return mask, b.op("Sub", [end, start])
 
 
-def _to_last(ctx: LayerContext, x: ir.Value, axis: int, rank: int) -> tuple[ir.Value, list[int] | None]:
+def _axis_sizes(ctx: LayerContext, axis: int, i: int) -> tuple[ir.Value, ir.Value, int | None]:
+    """(the input's length on `axis`, the output size i as int64 scalars, that size when it is a constant)."""
+    b = ctx.b
+    n = b.reshape(b.shape_of(ctx.inputs[0], axis, axis + 1), [])
+    size = ctx.const(1)
+    if size is not None:
+        known = int(np.asarray(size).reshape(-1)[i])
+        return n, b.i64(known), known
+    out = b.reshape(b.slice(b.cast(b.reshape(ctx.inputs[1], [-1]), ir.DataType.INT64), [i], [i + 1], [0]), [])
+    return n, out, None
+
+
+def _to_last(b: GraphBuilder, x: ir.Value, axis: int, rank: int) -> tuple[ir.Value, list[int] | None]:
     if axis == rank - 1:
         return x, None
     perm = list(range(rank))
     perm[axis], perm[-1] = perm[-1], perm[axis]
-    return ctx.b.op("Transpose", [x], {"perm": perm}), perm
+    return b.op("Transpose", [x], {"perm": perm}), perm
 
 
-def _back(ctx: LayerContext, x: ir.Value, perm: list[int] | None) -> ir.Value:
-    return x if perm is None else ctx.b.op("Transpose", [x], {"perm": perm})
+def _back(b: GraphBuilder, x: ir.Value, perm: list[int] | None) -> ir.Value:
+    return x if perm is None else b.op("Transpose", [x], {"perm": perm})
 
 
 @converter("AdaptiveAvgPool", "opset8")
 def adaptive_avg_pool(ctx: LayerContext) -> ir.Value:
-    """Axis by axis (the mean of a box is the mean of its per-axis means): a MatMul with the bins' averaging
-    matrix, built at run time from the input's length and the output size. Integers are averaged in f32, then
-    rounded half to even, as the CPU plugin does."""
-    b = ctx.b
+    """Axis by axis (the mean of a box is the mean of its per-axis means). An axis pooled to the constant size 1 is
+    a ReduceMean; otherwise an If at run time: the axis unchanged where the output size equals its length (PyTorch's
+    adaptive pooling to (1, None) keeps the width: an identity that cost a W x W MatMul), a ReduceMean where the
+    size is 1, else a MatMul with the bins' averaging matrix, built from the input's length and the output size.
+    Integers are averaged in f32, then rounded half to even, as the CPU plugin does."""
     rank = ctx.input_rank(0)
     et = ctx.input_type(0)
 
     def pool(x: ir.Value, to: ir.DataType) -> ir.Value:
         for i in range(rank - 2):
-            mask, count = _bin_mask(ctx, 2 + i, i)
-            weights = b.op("Div", [b.cast(mask, to), b.cast(count, to)])
-            moved, perm = _to_last(ctx, x, 2 + i, rank)
-            x = _back(ctx, b.op("MatMul", [moved, b.op("Transpose", [weights], {"perm": [1, 0]})]), perm)
+            x = _mean_axis(ctx, x, 2 + i, i, to, rank)
         return x
 
     if et.is_float:
         return pool(ctx.inputs[0], onnx_dtype(et))
     return float_function(ctx, ctx.inputs[0], et, lambda v: pool(v, ir.DataType.FLOAT))
+
+
+def _mean_axis(ctx: LayerContext, x: ir.Value, axis: int, i: int, to: ir.DataType, rank: int) -> ir.Value:
+    b = ctx.b
+    n, out, known = _axis_sizes(ctx, axis, i)
+
+    def mean(cb: GraphBuilder) -> ir.Value:
+        return cb.reduce("ReduceMean", x, [axis], True)
+
+    def binned(cb: GraphBuilder) -> ir.Value:
+        mask, count = _bin_mask(cb, n, out)
+        weights = cb.op("Div", [cb.cast(mask, to), cb.cast(count, to)])
+        moved, perm = _to_last(cb, x, axis, rank)
+        return _back(cb, cb.op("MatMul", [moved, cb.op("Transpose", [weights], {"perm": [1, 0]})]), perm)
+
+    if known == 1:
+        return mean(b)
+
+    def branch(fn: Callable[[GraphBuilder], ir.Value], hint: str) -> ir.Graph:
+        cb = b.child()
+        y = fn(cb)
+        y = y if cb.owns(y) else cb.identity(y)
+        y.type, y.shape = ir.TensorType(to), None
+        return cb.build([y], b.names.fresh(f"{b.hint}/{hint}"))
+
+    def other(cb: GraphBuilder) -> ir.Value:  # the size differs from the length
+        if known is not None:
+            return binned(cb)
+        return cb.op("If", [cb.op("Equal", [out, cb.i64(1)])],
+                     {"then_branch": branch(mean, "mean"), "else_branch": branch(binned, "bins")})
+
+    return b.op("If", [b.op("Equal", [out, n])], {"then_branch": branch(lambda cb: x, "same"),
+                                                   "else_branch": branch(other, "pooled")})
 
 
 @converter("AdaptiveMaxPool", "opset8")
@@ -292,18 +333,18 @@ def adaptive_max_pool(ctx: LayerContext) -> list[ir.Value]:
     index: ir.Value | None = None  # flat index within the axes already pooled
     inner: ir.Value = b.i64(1)  # their input extent
     for axis in reversed(range(2, rank)):
-        mask, _ = _bin_mask(ctx, axis, axis - 2)
-        moved, perm = _to_last(ctx, x, axis, rank)
+        mask, _ = _bin_mask(b, *_axis_sizes(ctx, axis, axis - 2)[:2])
+        moved, perm = _to_last(b, x, axis, rank)
         spread = b.op("Where", [mask, b.unsqueeze(moved, [-2]), low])  # [..., out, n]
-        x = _back(ctx, b.reduce("ReduceMax", spread, [-1], False), perm)
+        x = _back(b, b.reduce("ReduceMax", spread, [-1], False), perm)
         pos = b.op("ArgMax", [spread, ], {"axis": -1, "keepdims": 0})  # [..., out]
         if index is not None:
-            index_moved, _ = _to_last(ctx, index, axis, rank)
+            index_moved, _ = _to_last(b, index, axis, rank)
             index = b.op("GatherElements", [index_moved, pos], {"axis": -1})
             index = b.op("Add", [b.op("Mul", [pos, inner]), index])
         else:
             index = pos
-        index = _back(ctx, index, perm)
+        index = _back(b, index, perm)
         inner = b.op("Mul", [inner, b.shape_of(ctx.inputs[0], axis, axis + 1)])
     if not et.is_float and et.name != "i64":
         x = b.cast(x, onnx_dtype(et))

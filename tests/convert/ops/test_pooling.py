@@ -193,6 +193,14 @@ ADAPTIVE_CASES = [
     Case("adaptive-avg-dynamic-runtime-size", lambda x, s: ops8.adaptive_avg_pool(x, s), [((-1, 2, -1, -1), F),
                                                                                         ((2,), I32)],
          values=[rand((2, 2, 7, 9)), np.array([3, 4], I32)]),
+    # run-time sizes equal to the input's lengths (the axis kept), 1 (a mean), or a mix
+    *[Case(f"adaptive-avg-dynamic-runtime-size-{'x'.join(map(str, size))}", lambda x, s: ops8.adaptive_avg_pool(x, s),
+           [((-1, 2, -1, -1), F), ((2,), I64)], values=[rand((2, 2, 7, 9)), np.array(size, I64)])
+      for size in ([7, 9], [1, 1], [1, 9], [7, 4])],
+    # PyTorch's adaptive_avg_pool2d(x, (1, None)) as its frontend writes it: the width read from the input's shape
+    Case("adaptive-avg-keep-width", lambda x: ops8.adaptive_avg_pool(x, ops8.concat(
+        [const([1], I64), ops8.gather(ops8.shape_of(x), const([3], I64), const(0, I64))], 0)),
+         [((-1, 3, -1, -1), F)], values=[rand((2, 3, 4, 10))]),
     Case("adaptive-max-dynamic-runtime-size", lambda x, s: ops8.adaptive_max_pool(x, s, "i32"),
          [((-1, 2, -1, -1), F), ((2,), I64)], values=[rand((2, 2, 7, 9)), np.array([4, 2], I64)]),
     # integers: averaged in f32 and rounded half to even; bins of 2, 4 and 6 elements make exact ties
