@@ -164,6 +164,26 @@ CASES.update({
 })
 
 
+def _embedded(layer_fn: Callable[[], keras.layers.Layer], vocab: int = 20) -> Callable[[], Built]:
+    """Token ids through Embedding(mask_zero=True) (id 0 pads: its steps are masked) into the layer, on a run-time
+    batch; the stored tokens pad row 0 at its end (a prefix mask) and mask a step inside row 1."""
+    def build() -> Built:
+        inp = keras.Input((T,), dtype="int32", name="x")
+        model = keras.Model(inp, layer_fn()(keras.layers.Embedding(vocab, I, mask_zero=True)(inp)))
+        x = np.random.default_rng(0).integers(1, vocab, (B, T)).astype(np.int32)
+        x[0, -2:] = 0
+        x[1, 2] = 0
+        return ov.convert_model(model), [x], _flat(model(x))
+    return build
+
+
+CASES.update({
+    "lstm_embedding_mask_last": _embedded(lambda: keras.layers.LSTM(H)),
+    "lstm_embedding_mask_seq": _embedded(lambda: keras.layers.LSTM(H, return_sequences=True)),
+    "gru_embedding_mask_seq": _embedded(lambda: keras.layers.GRU(H, return_sequences=True)),
+})
+
+
 def _tflite(layer_fn: Callable[[], keras.layers.Layer], batch: int = B) -> Callable[[], Built]:
     """The Keras layer converted to TensorFlow Lite (its loop a WHILE over subgraphs, the output TensorList written
     by slicing and concatenating; at batch 1 the step computed on flattened vectors), then by OpenVINO's TensorFlow

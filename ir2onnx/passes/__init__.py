@@ -20,6 +20,7 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.loop_utils import LOOP_OPS
+from ir2onnx.passes.prefix_mask import PrefixMaskPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
@@ -70,7 +71,7 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
                   (LiftLoopInputsPass,)):
         if not any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             return
-        for make in (*stage, RemoveUnusedNodesPass, FuseRecurrentLoopsPass):
+        for make in (*stage, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass):
             make()(model)
 
 

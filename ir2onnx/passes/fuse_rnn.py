@@ -116,6 +116,26 @@ def match_cell(view: LoopView, mask: _Mask | None = None) -> Cell:
     raise NoMatch("; ".join(dict.fromkeys(reasons)) or "no carried state")
 
 
+def _kept_state(view: LoopView, row: ir.Value) -> State | None:
+    """The carried state whose new value `row` is (Keras' masked output, kept on masked steps), if any."""
+    root, _ = view_root(row)
+    return next((s for s in view.states if view_root(s.body_out)[0] is root), None)
+
+
+def _same_start(s: State, other: State | None) -> bool:
+    """Both states start from one value: the same one, or zeros (broadcast, through reshapes) both."""
+    if other is None:
+        return False
+    return s.init is other.init or (_zeros(s.init) and _zeros(other.init))
+
+
+def _zeros(v: ir.Value) -> bool:
+    v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity")  # type: ignore[assignment]
+    ex = producer(v, "Expand")
+    c = const_array(ex.inputs[0] if ex is not None else v)
+    return c is not None and not c.any()
+
+
 def _state_of(view: LoopView, value: ir.Value | None, what: str) -> State | None:
     if value is None:
         return None
@@ -152,25 +172,32 @@ def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
             return
         if (s is h_state and kind != "h") or (s is c_state and kind != "c"):
             raise NoMatch("the state fed back is not the one the cell reads")
+        if mask.lens is not None and kind == "h" and s is not h_state and not _same_start(s, h_state):
+            raise NoMatch("a masked copy of the hidden state starts elsewhere")  # a row of length 0 keeps its own
         plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
-    stacked = []
+    # per-step values: the new h, zero past a row's length (TensorFlow 1), or a masked state's value, which holds its
+    # last one there (Keras masking: `kept`)
+    stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]] = []
     for o in view.outputs:
-        r, chain = view_root(mask.unmask(o.body_out, None))
+        kept = _kept_state(view, o.body_out)
+        r, chain = view_root(mask.unmask(o.body_out, kept.body_in if kept is not None else None))
         if r not in cell.h_out:
             raise NoMatch(f"per-step output {o.body_out.name} is not the cell's new hidden state")
         rank = shape_of(o.body_out)
         if o.axis and rank is None:
             raise NoMatch("a stacked output of unknown rank")
-        stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1))
+        stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1,
+                        kept is not None))
     lasts = []
     for b in view.buffers:
-        r, chain = view_root(mask.unmask(b.row, None))
+        kept = _kept_state(view, b.row)  # the last row of a masked state is its final value
+        r, chain = view_root(mask.unmask(b.row, kept.body_in if kept is not None else None))
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
         if b.last:
             lasts.append((b.state, cell.h_out[r], chain))
         else:
-            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0))
+            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0, kept is not None))
     for s, _ in view.counters:
         if _used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
@@ -234,10 +261,11 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
-          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int]],
+          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]],
           lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None) -> None:
     node = view.node
     x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
+    held = _held(em, y, y_h) if lens is not None and any(s[6] for s in stacked) else y
     replacements: dict[ir.Value, ir.Value] = {}
     or_initial = _OrInitial(em, view, x)
     for s, kind, form, chain in plan:
@@ -250,10 +278,10 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
         assert base is not None and form is not None
         final = em.replay(chain, _from(em, base, form, False), lifted=False)
         replacements[s.final] = or_initial(final, s)
-    for outer, form, chain, flip, axis, rank in stacked:
+    for outer, form, chain, flip, axis, rank, kept in stacked:
         if not _used(outer):
             continue
-        v = _from(em, y, form, True)
+        v = _from(em, held if kept else y, form, True)
         if flip:
             v = em.reverse0(v)
         v = em.replay(chain, v, lifted=True)
@@ -411,6 +439,18 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         inits = [*ins[5:], None]
         finals = [em.op1("Where", [ran, f, inits[i]]) if f is not None else None for i, f in enumerate(finals)]
     return x, outs[0], finals[0], finals[1]  # type: ignore[return-value]
+
+
+def _held(em: Emitter, y: ir.Value, y_h: ir.Value) -> ir.Value:
+    """Y with each row's steps past its length holding the row's last value (Y_h) instead of ONNX's zeros."""
+    node = y.producer()
+    assert node is not None and node.inputs[4] is not None
+    lens = em.op1("Cast", [node.inputs[4]], {"to": ir.DataType.INT64})  # the node's clipped sequence_lens
+    count = em.op1("Squeeze", [em.op1("Shape", [y], {"start": 0, "end": 1}), em.i64([0])])
+    steps = em.op1("Range", [em.const(np.array(0, np.int64), "zero"), count, em.const(np.array(1, np.int64), "one")])
+    past = em.op1("GreaterOrEqual", [em.op1("Reshape", [steps, em.i64([-1, 1, 1, 1])]),
+                                     em.op1("Reshape", [lens, em.i64([1, 1, -1, 1])])])
+    return em.op1("Where", [past, y_h, y])  # [T, 1, B, 1] picks between [1, B, H] and [T, 1, B, H]
 
 
 class _OrInitial:

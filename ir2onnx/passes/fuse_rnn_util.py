@@ -190,7 +190,8 @@ class Emitter:
         return fresh_name(self.names, f"{self.prefix}/fused/{hint}")
 
     def const(self, array: np.ndarray, hint: str = "c") -> ir.Value:
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array) if np.ndim(array) else np.asarray(array)  # (ascontiguousarray makes
+        # a scalar [1])
         v = ir.Value(name=self.fresh(hint), const_value=ir.Tensor(array), type=None)
         v.const_value.name = v.name  # type: ignore[union-attr]
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]

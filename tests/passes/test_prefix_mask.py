@@ -1,0 +1,61 @@
+"""Keras masking (Embedding(mask_zero=True), Masking) over a loop: an If picks the fused LSTM/GRU with
+sequence_lens where every row's mask is a prefix, the loop otherwise (prefix_mask.py); both equal to OpenVINO."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from tests.utils import assert_equivalent, count_loops, count_ops
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def _masks(kind: str, rows: int, steps: int, rng: np.random.Generator) -> np.ndarray:
+    """[rows, steps] booleans, true where a step is kept."""
+    lengths = [steps, steps // 2, 0, 1, steps - 1][:rows]
+    keep = np.ones((rows, steps), bool)
+    for row, n in enumerate(lengths):
+        if kind == "prefix":  # padding at the end; a full row and an empty one among them
+            keep[row, n:] = False
+        elif kind == "suffix":  # padding at the front (Keras' pad_sequences default)
+            keep[row, :steps - n] = False
+    if kind == "holes":
+        keep &= rng.random((rows, steps)) > 0.3
+    return keep
+
+
+def _inputs(name: str, kind: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    rows, steps = (5, 6) if "embedding" in name else (2, 6)  # the Masking fixture's batch is static
+    keep = _masks(kind, rows, steps, rng)
+    if "embedding" in name:  # token 0 pads
+        tokens = rng.integers(1, 20, (rows, steps)).astype(np.int32)
+        return [np.where(keep, tokens, 0).astype(np.int32)]
+    x = rng.standard_normal((rows, steps, 4)).astype(np.float32)  # Masking(0.0): an all-zero step is masked
+    return [np.where(keep[..., None], x, 0).astype(np.float32)]
+
+
+@pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
+@pytest.mark.parametrize("name,op", [("tf_lstm_embedding_mask_last", "LSTM"), ("tf_lstm_embedding_mask_seq", "LSTM"),
+                                     ("tf_gru_embedding_mask_seq", "GRU"), ("tf_lstm_masking_run_time_length", "LSTM")])
+def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
+    """Each kind of mask equal to OpenVINO: prefixes run the fused node (rows of length 0 keep their initial state,
+    the sequence output holds a row's last value past its length), the rest the loop."""
+    proto = assert_equivalent(FIXTURES / name / "model.xml", _inputs(name, kind), rtol=1e-4)
+    top = [n for n in proto.graph.node if n.op_type == "If"]
+    assert len(top) == 1 and count_loops(proto) == 1
+    branches = {a.name: a.g for a in top[0].attribute if a.type == onnx.AttributeProto.GRAPH}
+    assert count_ops(branches["then_branch"], op) == 1 and count_loops(branches["then_branch"]) == 0
+    assert [n.op_type for n in branches["else_branch"].node if n.op_type == "Loop"] == ["Loop"]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)  # the If's condition as an output: the branch these inputs take
+    probe.graph.output.append(onnx.helper.make_tensor_value_info(top[0].input[0], onnx.TensorProto.BOOL, None))
+    inputs = _inputs(name, kind)
+    taken = run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-1]
+    assert bool(taken.all()) == (kind in ("prefix", "none"))
+
