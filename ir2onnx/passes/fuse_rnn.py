@@ -86,7 +86,7 @@ def _process(graph: ir.Graph, root: ir.Graph, names: set[str]) -> int:
                     fused += _process(g, root, names)
         if node.op_type in _LOOPS and node.domain in ("", "ai.onnx"):
             try:
-                _fuse(node, root, names)
+                fuse_loop(node, root, names)
                 fused += 1
             except NoMatch as e:
                 logger.debug("%s '%s' stays a loop: %s", node.op_type, node.name, e)
@@ -150,7 +150,9 @@ def _used(v: ir.Value) -> bool:
     return bool(v.uses()) or v.is_graph_output()
 
 
-def _fuse(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+    """Replace the Scan/Loop `node` by the fused recurrent node (or take its first cell out: _peel); NoMatch, with
+    the reason, leaves it as it is."""
     view = analyse_scan(node) if node.op_type == "Scan" else analyse_loop(node)
     if view.steps == 0:
         raise NoMatch("the sequence is empty")

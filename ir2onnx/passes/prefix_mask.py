@@ -23,7 +23,7 @@ import logging
 import onnx_ir as ir
 from onnx_ir._cloner import Cloner
 
-from ir2onnx.passes.fuse_rnn import _fuse
+from ir2onnx.passes.fuse_rnn import fuse_loop
 from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, fresh_name, producer, shape_of
 from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
 
@@ -118,7 +118,7 @@ def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     used = [o for o in node.outputs if o.uses() or o.is_graph_output()]
     then_graph = ir.Graph([], [copy.outputs[o.index()] for o in used], nodes=[copy],  # type: ignore[index]
                           name=fresh_name(names, f"{em.prefix}/prefix_masks"))
-    _fuse(copy, root, names)  # NoMatch: the loop stays, nothing of the copy is kept
+    fuse_loop(copy, root, names)  # NoMatch: the loop stays, nothing of the copy is kept
     if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(then_graph)):
         raise NoMatch("the rewritten loop was fused only in part")
     results = em.op("If", [prefix], {"then_branch": then_graph,
