@@ -1,29 +1,33 @@
-"""Keras masking over a loop (Embedding(mask_zero=True), Masking): fused where each row's mask is a prefix.
+"""Keras masking over a loop (Embedding(mask_zero=True), Masking): fused where each row's mask is a prefix or, when
+only last values are read, a suffix.
 
 OpenVINO's TensorFlow frontend writes a masked Keras LSTM/GRU as a Loop whose body keeps its states where the step's
 mask is false: Where(mask[t], new, previous) for the hidden state, the cell state and the output carried for the
 layer's last output. No ONNX recurrent node computes that for every mask (a masked step in the middle of a row keeps
 the state, then the row goes on). Where every row's mask is true up to some length and false after it (sequences
-padded at the end), it is what an LSTM/GRU with sequence_lens computes, the lengths being the mask's row sums: the
-body then reads as TensorFlow 1's dynamic_rnn(sequence_length) form, Where(t >= lens, previous, new), which the
-recurrent fusion takes. So the loop becomes an If on "every row's mask is a prefix" (and there is a step): the fused
-node in its then-branch, the loop itself in its else-branch (a mask with holes, or padding at the front, runs the loop
-as before).
+padded at the end, or not padded), it is what an LSTM/GRU with sequence_lens computes, the lengths being the mask's
+row sums: the body then reads as TensorFlow 1's dynamic_rnn(sequence_length) form, Where(t >= lens, previous, new),
+which the recurrent fusion takes (a row's sequence output past its length holds its last value, as Keras does).
+Where every row's mask is false up to some step and true after it (padded at the front: Keras' pad_sequences
+default) and nothing reads a per-step output, the same node over the rows rolled to start with their first kept
+step gives the same final states. So the loop becomes an If on "prefixes" (and a step to run): the fused node; else an
+If on "suffixes" (when it applies): the node over the rolled rows; else the loop itself (holes).
 
-Only when the rewritten copy of the loop fuses completely; otherwise the loop stays as it was. Measured (Keras 3
-Embedding(1000, 128, mask_zero=True) + LSTM(256) over 100 steps, rows of 40-100 tokens, onnxruntime against
-OpenVINO): see README. `--check` with its default inputs (integers in [0, 3] and so masks with holes) runs the
-else-branch; the tests run both.
+Only what fuses completely is kept; otherwise the loop stays as it was. The fused nodes' weights are their branch's
+own initializers (onnxruntime did not prepack them two If levels down). Measured: see README. `--check` with its
+default inputs (integers in [0, 3], so masks with holes) runs the loop; the tests run every branch.
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
 import onnx_ir as ir
 from onnx_ir._cloner import Cloner
 
 from ir2onnx.passes.fuse_rnn import fuse_loop
+from ir2onnx.passes.fuse_rnn_loops import analyse_loop
 from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, fresh_name, producer, shape_of
 from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
 
@@ -90,11 +94,57 @@ def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     lens = em.op1("ReduceSum", [rows, em.i64([0])], {"keepdims": 0})  # [B]
     later = em.op1("Slice", [rows, em.i64([1]), em.i64([_INT64_MAX]), em.i64([0])])
     earlier = em.op1("Slice", [rows, em.i64([0]), em.i64([-1]), em.i64([0])])
-    rises = em.op1("ReduceSum", [em.op1("Cast", [em.op1("Greater", [later, earlier])], {"to": ir.DataType.INT64})],
-                   {"keepdims": 0})
     steps = em.op1("Shape", [rows], {"start": 0, "end": 1})  # no step: the loop's own results (initial buffers)
-    prefix = em.op1("And", [em.op1("Equal", [rises, em.i64([0])]), em.op1("Greater", [steps, em.i64([0])])])
+    some = em.op1("Greater", [steps, em.i64([0])])
 
+    def never(a: ir.Value, b: ir.Value) -> ir.Value:  # a > b nowhere, and a step to run
+        count = em.op1("ReduceSum", [em.op1("Cast", [em.op1("Greater", [a, b])], {"to": ir.DataType.INT64})],
+                       {"keepdims": 0})
+        return em.op1("And", [em.op1("Equal", [count, em.i64([0])]), some])
+
+    used = [o for o in node.outputs if o.uses() or o.is_graph_output()]
+    prefix_graph = _fused_branch(node, em, root, names, lens, used, False, "prefix_masks")
+    inner: ir.Graph | None = None
+    try:  # padding at the front: the rows shifted to start at step 0, when only last values are read
+        suffix_graph = _fused_branch(node, em, root, names, lens, used, True, "suffix_masks")
+        inner = ir.Graph([], [], nodes=[], name=fresh_name(names, f"{em.prefix}/other_masks"))
+        cond = never(earlier, later)
+    except NoMatch as e:
+        logger.debug("masks padded at the front of %s keep the loop: %s", node.name, e)
+    loop_graph = ir.Graph([], [], nodes=[], name=fresh_name(names, f"{em.prefix}/any_masks"))
+    if inner is not None:
+        results = em.op("If", [cond], {"then_branch": suffix_graph, "else_branch": loop_graph}, outputs=len(used))
+        em.nodes.pop()  # that If is the outer one's else-branch
+        inner_if = results[0].producer()
+        assert inner_if is not None
+        inner.append(inner_if)
+        inner.outputs.extend(results)
+        for old, new in zip(used, results):
+            new.type, new.shape = old.type, old.shape
+    results = em.op("If", [never(later, earlier)], {"then_branch": prefix_graph,
+                                                     "else_branch": inner if inner is not None else loop_graph},
+                    outputs=len(used))
+    em.commit()
+    for old, new in zip(used, results):
+        new.type, new.shape = old.type, old.shape
+        if old.is_graph_output():
+            name = old.name
+            old.name = f"{name}/masked"
+            new.name = name
+        old.replace_all_uses_with(new, replace_graph_outputs=True)
+    graph = node.graph
+    assert graph is not None
+    graph.remove(node)
+    node.meta[_KEPT] = True
+    loop_graph.append(node)
+    loop_graph.outputs.extend(used)
+
+
+def _fused_branch(node: ir.Node, em: Emitter, root: ir.Graph, names: set[str], lens: ir.Value,
+                  used: list[ir.Value], shifted: bool, hint: str) -> ir.Graph:
+    """A graph computing the loop's `used` outputs with one fused node, for masks that are prefixes, or suffixes
+    (`shifted`: each row's sequences rolled to start with its first kept step); raises NoMatch when the rewritten
+    copy does not fuse completely."""
     copy = Cloner(attr_map={}, value_map={}, metadata_props={}, allow_outer_scope_values=True).clone_node(node)
     body = copy.attributes["body"].value
     _, step, wheres = _step_mask(body)
@@ -115,29 +165,64 @@ def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         w.replace_input_with(2, new)
     assert read is not None and not read.outputs[0].uses()
     body.remove(read, safe=True)  # the mask's own step read: the fusion allows one read of a sequence per step
-    used = [o for o in node.outputs if o.uses() or o.is_graph_output()]
-    then_graph = ir.Graph([], [copy.outputs[o.index()] for o in used], nodes=[copy],  # type: ignore[index]
-                          name=fresh_name(names, f"{em.prefix}/prefix_masks"))
+    graph = ir.Graph([], [copy.outputs[o.index()] for o in used], nodes=[copy],  # type: ignore[index]
+                     name=fresh_name(names, f"{em.prefix}/{hint}"))
+    if shifted:
+        view = analyse_loop(copy)
+        stacked = {o.outer for o in view.outputs} | {b.state.final for b in view.buffers if not b.last}
+        if any(copy.outputs[o.index()] in stacked for o in used):  # type: ignore[index]
+            raise NoMatch("a per-step output is read (its padding would be at the front)")
+        _roll_reads(em, graph, copy, body, step, lens, names)
     fuse_loop(copy, root, names)  # NoMatch: the loop stays, nothing of the copy is kept
-    if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(then_graph)):
+    if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
         raise NoMatch("the rewritten loop was fused only in part")
-    results = em.op("If", [prefix], {"then_branch": then_graph,
-                                     "else_branch": ir.Graph([], [], nodes=[], name=fresh_name(names, f"{em.prefix}/any_masks"))},
-                    outputs=len(used))
-    em.commit()
-    if_node = results[0].producer()
-    assert if_node is not None
-    for old, new in zip(used, results):
-        new.type, new.shape = old.type, old.shape
-        if old.is_graph_output():
-            name = old.name
-            old.name = f"{name}/masked"
-            new.name = name
-        old.replace_all_uses_with(new, replace_graph_outputs=True)
-    graph = node.graph
-    assert graph is not None
-    graph.remove(node)
-    node.meta[_KEPT] = True
-    else_graph: ir.Graph = if_node.attributes["else_branch"].value
-    else_graph.append(node)
-    else_graph.outputs.extend(used)
+    _own_weights(graph, root)
+    return graph
+
+
+def _own_weights(graph: ir.Graph, root: ir.Graph) -> None:
+    """The fused node's weights (initializers of the main graph that only this branch reads) become the branch's
+    own: onnxruntime prepacks an outer initializer read two If levels down no more (measured: the LSTM 1.4x slower)."""
+    for n in graph:
+        for v in n.inputs:
+            if v is None or v.const_value is None or v.name not in root.initializers \
+                    or root.initializers[v.name] is not v or any(u.node.graph is not graph for u in v.uses()):
+                continue
+            del root.initializers[v.name]
+            graph.register_initializer(v)
+
+
+def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, step: ir.Value, lens: ir.Value,
+                names: set[str]) -> None:
+    """The body's per-step reads Gather(seq, step) of outer [T, B, ...] sequences read, in `graph` before the loop,
+    seq rolled per row by its padding: row b's step t is seq[(t + T - lens[b]) mod T, b] (its kept steps first)."""
+    reads = [n for n in body if n.op_type == "Gather" and n.inputs[1] is step and n.inputs[0] is not None
+             and n.inputs[0].graph is not body and int(n.attributes["axis"].value if "axis" in n.attributes else 0) == 0]
+    if not reads:
+        raise NoMatch("no per-step read to shift")
+    made: list[ir.Node] = []
+
+    def op(op_type: str, inputs: list[ir.Value], **attrs: object) -> ir.Value:
+        n = ir.Node("", op_type, inputs, ir.convenience.convert_attributes(attrs), name=fresh_name(names, f"{em.prefix}/roll/{op_type}"))
+        n.outputs[0].name = fresh_name(names, f"{n.name}_out")
+        made.append(n)
+        return n.outputs[0]
+
+    for n in reads:
+        seq = n.inputs[0]
+        rank = len(shape_of(seq) or ())
+        if rank < 2:
+            raise NoMatch("a per-step read of unknown rank")
+        total = op("Shape", [seq], start=0, end=1)  # [1]
+        t = op("Unsqueeze", [op("Range", [em.const(np.array(0, np.int64), "zero"), op("Squeeze", [total, em.i64([0])]),
+                                          em.const(np.array(1, np.int64), "one")]), em.i64([1])])  # [T, 1]
+        start = op("Sub", [total, lens])  # [B]: the row's first kept step
+        index = op("Mod", [op("Add", [t, op("Unsqueeze", [start, em.i64([0])])]), total])  # [T, B]
+        batch = op("Squeeze", [op("Shape", [seq], start=1, end=2), em.i64([0])])
+        column = op("Range", [em.const(np.array(0, np.int64), "zero"), batch, em.const(np.array(1, np.int64), "one")])
+        flat = op("Add", [op("Mul", [index, batch]), column])  # rows of seq as [T * B, ...]
+        rows = op("Gather", [op("Flatten", [seq], axis=2), flat], axis=0)  # whole rows: no per-element gather
+        rolled = op("Reshape", [rows, op("Shape", [seq])])
+        rolled.type, rolled.shape = seq.type, seq.shape
+        n.replace_input_with(0, rolled)
+    graph.insert_before(loop, made)

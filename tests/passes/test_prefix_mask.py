@@ -1,5 +1,6 @@
 """Keras masking (Embedding(mask_zero=True), Masking) over a loop: an If picks the fused LSTM/GRU with
-sequence_lens where every row's mask is a prefix, the loop otherwise (prefix_mask.py); both equal to OpenVINO."""
+sequence_lens where every row's mask is a prefix (or, when only last values are read, a suffix), the loop otherwise
+(prefix_mask.py); all equal to OpenVINO."""
 
 from __future__ import annotations
 
@@ -45,17 +46,33 @@ def _inputs(name: str, kind: str) -> list[np.ndarray]:
                                      ("tf_gru_embedding_mask_seq", "GRU"), ("tf_lstm_masking_run_time_length", "LSTM")])
 def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
     """Each kind of mask equal to OpenVINO: prefixes run the fused node (rows of length 0 keep their initial state,
-    the sequence output holds a row's last value past its length), the rest the loop."""
+    the sequence output holds a row's last value past its length); where only the last output is read, masks padded
+    at the front run a fused node over rows shifted to start with their first kept step; the rest the loop."""
     proto = assert_equivalent(FIXTURES / name / "model.xml", _inputs(name, kind), rtol=1e-4)
+    front = name == "tf_lstm_embedding_mask_last"  # its last output only: front padding fused too
     top = [n for n in proto.graph.node if n.op_type == "If"]
     assert len(top) == 1 and count_loops(proto) == 1
-    branches = {a.name: a.g for a in top[0].attribute if a.type == onnx.AttributeProto.GRAPH}
+    ifs = [top[0]]
+    branches = _branches(top[0])
+    if front:
+        ifs += [n for n in branches["else_branch"].node if n.op_type == "If"]
+        assert len(ifs) == 2
+        inner = _branches(ifs[1])
+        assert count_ops(inner["then_branch"], op) == 1 and count_loops(inner["then_branch"]) == 0
+        loops = inner["else_branch"]
+    else:
+        loops = branches["else_branch"]
     assert count_ops(branches["then_branch"], op) == 1 and count_loops(branches["then_branch"]) == 0
-    assert [n.op_type for n in branches["else_branch"].node if n.op_type == "Loop"] == ["Loop"]
+    assert [n.op_type for n in loops.node if n.op_type == "Loop"] == ["Loop"]
     probe = onnx.ModelProto()
-    probe.CopyFrom(proto)  # the If's condition as an output: the branch these inputs take
-    probe.graph.output.append(onnx.helper.make_tensor_value_info(top[0].input[0], onnx.TensorProto.BOOL, None))
+    probe.CopyFrom(proto)  # the Ifs' conditions as outputs: the branches these inputs take
+    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None) for n in ifs)
     inputs = _inputs(name, kind)
-    taken = run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-1]
-    assert bool(taken.all()) == (kind in ("prefix", "none"))
+    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-len(ifs):]]
+    assert taken[0] == (kind in ("prefix", "none"))
+    if front and not taken[0]:
+        assert taken[1] == (kind == "suffix")
 
+
+def _branches(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
+    return {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
