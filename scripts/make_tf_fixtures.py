@@ -181,6 +181,7 @@ CASES.update({
     "lstm_embedding_mask_last": _embedded(lambda: keras.layers.LSTM(H)),
     "lstm_embedding_mask_seq": _embedded(lambda: keras.layers.LSTM(H, return_sequences=True)),
     "gru_embedding_mask_seq": _embedded(lambda: keras.layers.GRU(H, return_sequences=True)),
+    "gru_embedding_mask_last": _embedded(lambda: keras.layers.GRU(H)),
 })
 
 

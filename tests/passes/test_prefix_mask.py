@@ -43,13 +43,14 @@ def _inputs(name: str, kind: str) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
 @pytest.mark.parametrize("name,op", [("tf_lstm_embedding_mask_last", "LSTM"), ("tf_lstm_embedding_mask_seq", "LSTM"),
-                                     ("tf_gru_embedding_mask_seq", "GRU"), ("tf_lstm_masking_run_time_length", "LSTM")])
+                                     ("tf_gru_embedding_mask_seq", "GRU"), ("tf_gru_embedding_mask_last", "GRU"),
+                                     ("tf_lstm_masking_run_time_length", "LSTM")])
 def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
     """Each kind of mask equal to OpenVINO: prefixes run the fused node (rows of length 0 keep their initial state,
     the sequence output holds a row's last value past its length); where only the last output is read, masks padded
     at the front run a fused node over rows shifted to start with their first kept step; the rest the loop."""
     proto = assert_equivalent(FIXTURES / name / "model.xml", _inputs(name, kind), rtol=1e-4)
-    front = name == "tf_lstm_embedding_mask_last"  # its last output only: front padding fused too
+    front = name.endswith("_last")  # the last output only: front padding fused too
     top = [n for n in proto.graph.node if n.op_type == "If"]
     assert len(top) == 1 and count_loops(proto) == 1
     ifs = [top[0]]
