@@ -30,7 +30,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node."""
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
     out = convert_ir(model, weights, opset)
-    failed: Exception | None = None
+    passed = False
     if fuse or optimize:
         try:
             if fuse:
@@ -39,16 +39,15 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
                 apply_default_passes(out, fuse=fuse)
             layer_map.refresh(out)  # passes may have removed values
             validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
+            passed = True
         except Exception as e:  # noqa: BLE001  a defect in a pass must not cost the conversion
-            failed = e
+            first = str(e).splitlines()[0] if str(e) else ""
+            log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
+                        "fusion or optimisations", type(e).__name__, first)
             out = convert_ir(model, weights, opset)  # the plain translation, the reference the passes preserve
-    if failed is not None or not (fuse or optimize):
+    if not passed:
         layer_map.refresh(out)
         validate_model(out)  # a translation defect: its own error, which names the layer
-    if failed is not None:
-        first = str(failed).splitlines()[0] if str(failed) else ""
-        log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without fusion "
-                    "or optimisations", type(failed).__name__, first)
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out

@@ -37,6 +37,7 @@ import openvino as ov
 import openvino.opset13 as ops
 
 import ir2onnx
+from ir2onnx.check.onnx_edit import all_nodes
 from ir2onnx.errors import ConversionError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
@@ -362,17 +363,6 @@ def ort_session(proto: Any, threads: int) -> Any:
     return ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-def _nodes(graph: Any) -> list[Any]:
-    """The nodes of `graph` and of its subgraphs (an If's branches: both forms are counted)."""
-    out = []
-    for n in graph.node:
-        out.append(n)
-        for a in n.attribute:
-            if a.HasField("g"):
-                out += _nodes(a.g)
-    return out
-
-
 def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
     xml = d / "model.xml"
     ov.save_model(model, str(xml), compress_to_fp16=False)
@@ -389,7 +379,7 @@ def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Nam
             err = max(float(np.max(np.abs(g - r))) for g, r in zip(got, ref))
             if err > 1e-3:
                 raise SystemExit(f"{name} ({label}): max abs difference {err:.3g} from OpenVINO")
-            kinds = collections.Counter(n.op_type for n in _nodes(proto.graph)
+            kinds = collections.Counter(n.op_type for n in all_nodes(proto.graph)  # If branches: both forms
                                         if n.op_type in ("LSTM", "GRU", "RNN", "Scan", "Loop"))
             form = "+".join(f"{op}x{c}" if c > 1 else op for op, c in sorted(kinds.items()))
             runs[label] = (proto, names, err, form)

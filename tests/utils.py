@@ -11,6 +11,7 @@ import onnx
 import pytest
 
 import ir2onnx
+from ir2onnx.check import onnx_edit
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
@@ -111,14 +112,7 @@ def rewritten(proto: onnx.ModelProto, *passes: Any) -> onnx.ModelProto:
 
 def all_nodes(proto: onnx.ModelProto | onnx.GraphProto) -> list[onnx.NodeProto]:
     """The nodes of the graph and of all its subgraphs."""
-    graph = proto.graph if isinstance(proto, onnx.ModelProto) else proto
-    nodes = []
-    for node in graph.node:
-        nodes.append(node)
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                nodes += all_nodes(a.g)
-    return nodes
+    return onnx_edit.all_nodes(proto.graph if isinstance(proto, onnx.ModelProto) else proto)
 
 
 def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:

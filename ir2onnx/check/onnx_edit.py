@@ -132,11 +132,15 @@ def standalone_body(model: onnx.ModelProto, owner: onnx.NodeProto, body: onnx.Gr
     return out, inputs
 
 
+def all_nodes(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
+    """The nodes of `graph` and of every nested graph."""
+    return list(graph.node) + [n for _, g in subgraphs(graph) for n in g.node]
+
+
 def equivalent_branch_ifs(graph: onnx.GraphProto) -> list[onnx.NodeProto]:
     """The If nodes, at any depth, whose branches compute the same outputs (markers.py)."""
-    nodes = [n for n in graph.node]
-    nodes += [n for _, g in subgraphs(graph) for n in g.node]
-    return [n for n in nodes if n.op_type == "If" and any(p.key == EQUIVALENT_BRANCHES for p in n.metadata_props)]
+    return [n for n in all_nodes(graph)
+            if n.op_type == "If" and any(p.key == EQUIVALENT_BRANCHES for p in n.metadata_props)]
 
 
 def forced_branches(model: onnx.ModelProto) -> list[tuple[str, onnx.ModelProto]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,15 @@ class GraphBuilder:
     # ---- values
     def child(self) -> GraphBuilder:
         return GraphBuilder(self.opset, self.names, self)
+
+    def branch(self, name: str, specs: Sequence[tuple[ir.DataType, int]],
+               fn: Callable[[GraphBuilder], Sequence[ir.Value]]) -> ir.Graph:
+        """An If branch: the graph of fn(child builder), its outputs typed by `specs` (dtype, rank)."""
+        cb = self.child()
+        outs = [cb.identity(v) if not cb.owns(v) else v for v in fn(cb)]
+        for v, (t, r) in zip(outs, specs):
+            v.type, v.shape = ir.TensorType(t), ir.Shape([None] * r)
+        return cb.build(outs, self.names.fresh(f"{name}/branch"))
 
     def loop_body(self, name: str) -> tuple[GraphBuilder, ir.Value, ir.Value]:
         """A child builder for an ONNX Loop body, with its first two inputs: iteration number and condition."""

@@ -130,6 +130,7 @@ def _same_start(s: State, other: State | None) -> bool:
 
 
 def _zeros(v: ir.Value) -> bool:
+    """v is all zeros: a constant, or one broadcast to a run-time shape (Expand), through reshapes."""
     v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity")  # type: ignore[assignment]
     ex = producer(v, "Expand")
     c = const_array(ex.inputs[0] if ex is not None else v)
@@ -230,9 +231,7 @@ class _Mask:
         if previous is not None:
             ok = kept is not None and view_root(kept)[0] is previous
         else:
-            ex = producer(kept, "Expand")  # zeros of a run-time shape: a zero broadcast
-            zeros = const_array(ex.inputs[0] if ex is not None else kept)
-            ok = zeros is not None and not zeros.any()
+            ok = kept is not None and _zeros(kept)
         if not ok or new is None:
             return v
         if self.cond is None:
@@ -448,8 +447,7 @@ def _held(em: Emitter, y: ir.Value, y_h: ir.Value) -> ir.Value:
     node = y.producer()
     assert node is not None and node.inputs[4] is not None
     lens = em.op1("Cast", [node.inputs[4]], {"to": ir.DataType.INT64})  # the node's clipped sequence_lens
-    count = em.op1("Squeeze", [em.op1("Shape", [y], {"start": 0, "end": 1}), em.i64([0])])
-    steps = em.op1("Range", [em.const(np.array(0, np.int64), "zero"), count, em.const(np.array(1, np.int64), "one")])
+    steps = em.arange(em.squeeze(em.op1("Shape", [y], {"start": 0, "end": 1}), [0]))
     past = em.op1("GreaterOrEqual", [em.op1("Reshape", [steps, em.i64([-1, 1, 1, 1])]),
                                      em.op1("Reshape", [lens, em.i64([1, 1, -1, 1])])])
     return em.op1("Where", [past, y_h, y])  # [T, 1, B, 1] picks between [1, B, H] and [T, 1, B, H]

@@ -219,6 +219,10 @@ class Emitter:
     def squeeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
         return self.op1("Squeeze", [x, self.i64(axes)])
 
+    def arange(self, n: ir.Value) -> ir.Value:
+        """0, 1, ..., n - 1 for an int64 scalar n."""
+        return self.op1("Range", [self.const(np.array(0, np.int64), "zero"), n, self.const(np.array(1, np.int64), "one")])
+
     def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
         return self.op1("Unsqueeze", [x, self.i64(axes)])
 
@@ -267,6 +271,31 @@ class Emitter:
         self.nodes = []
 
 
+class Subgraph(Emitter):
+    """Nodes for a graph of their own (an If branch, a Scan body, nodes to insert into a loop body), made and named
+    like the Emitter `em`'s; constants still become initializers of the main graph."""
+
+    def __init__(self, em: Emitter) -> None:
+        super().__init__(em.anchor, em.root, em.names)
+        self.prefix = em.prefix
+
+    def value(self, hint: str, dtype: ir.DataType | None = None) -> ir.Value:
+        """A new graph input."""
+        return ir.Value(name=self.fresh(hint), type=ir.TensorType(dtype) if dtype is not None else None)
+
+    def add(self, node: ir.Node) -> ir.Node:
+        """An existing node (outputs named here when they have no name)."""
+        for out in node.outputs:
+            if not out.name:
+                out.name = self.fresh(f"{node.op_type}_out")
+        self.nodes.append(node)
+        return node
+
+    def build(self, outputs: Sequence[ir.Value], inputs: Sequence[ir.Value] = (), hint: str = "body") -> ir.Graph:
+        """The graph of the nodes made here."""
+        return ir.Graph(list(inputs), list(outputs), nodes=self.nodes, name=self.fresh(hint))
+
+
 def distinct_output(x: ir.Value, body: ir.Graph, names: set[str], hint: str, like: ir.Node) -> ir.Value:
     """`x` to be listed as a new output of `body`: itself, or an Identity of it when it is already an input or output
     of the body or comes from an enclosing graph (onnxruntime's Scan mishandles one value listed as two outputs)."""
@@ -278,9 +307,9 @@ def distinct_output(x: ir.Value, body: ir.Graph, names: set[str], hint: str, lik
     return step
 
 
-def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
-    """Readers of each old output of `node` read its new value instead (a graph output keeps its name, the old value
-    takes `name/suffix`), then `node` leaves its graph."""
+def redirect(pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
+    """Readers of each old value read its new value instead (a graph output keeps its name, the old value takes
+    `name/suffix`)."""
     for old, new in pairs:
         if old is None or not (old.uses() or old.is_graph_output()):
             continue
@@ -289,6 +318,11 @@ def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]
             name, old.name = old.name, f"{old.name}/{suffix}"
             new.name = name
         old.replace_all_uses_with(new, replace_graph_outputs=True)
+
+
+def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
+    """redirect(pairs), then `node` leaves its graph."""
+    redirect(pairs, suffix)
     for i in range(len(node.inputs)):
         node.replace_input_with(i, None)
     node.graph.remove(node)  # type: ignore[union-attr]

@@ -31,6 +31,7 @@ from ir2onnx.markers import EQUIVALENT_BRANCHES
 from ir2onnx.passes.fuse_rnn_cells import ACTIVATIONS, Act
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
+    Subgraph,
     all_names,
     attr,
     input_at,
@@ -102,15 +103,15 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> bool:
     if batch is not None:
         replacements = _scan_form(em, node, em)
     else:
-        then_b = _Branch(em, "then")
+        then_b = Subgraph(em)
         then_outs = _scan_form(em, node, then_b)
-        else_b = _Branch(em, "else")
+        else_b = Subgraph(em)
         gru = else_b.add(ir.Node("", "GRU", list(node.inputs), list(node.attributes.values()),
                                  num_outputs=len(node.outputs), name=em.fresh("GRU")))
         rows = em.op1("Shape", [x], {"start": 1, "end": 2})
         cond = em.op1("GreaterOrEqual", [rows, em.i64([threshold])])
-        then_graph = then_b.graph([dict(then_outs)[old] for old in outputs])
-        else_graph = else_b.graph([gru.outputs[old.index()] for old in outputs])  # type: ignore[arg-type]
+        then_graph = then_b.build([dict(then_outs)[old] for old in outputs], hint="then")
+        else_graph = else_b.build([gru.outputs[old.index()] for old in outputs], hint="else")  # type: ignore[arg-type]
         results = em.op("If", [cond], {"then_branch": then_graph, "else_branch": else_graph}, outputs=len(outputs))
         em.nodes[-1].metadata_props[EQUIVALENT_BRANCHES] = "batch"  # the check runs both (markers.py)
         replacements = list(zip(outputs, results))
@@ -119,41 +120,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> bool:
     return True
 
 
-class _Branch:
-    """Collects the nodes of a subgraph (an If branch, a Scan body), named like the Emitter's."""
-
-    def __init__(self, em: Emitter, hint: str) -> None:
-        self.em = em
-        self.hint = hint
-        self.nodes: list[ir.Node] = []
-
-    def value(self, hint: str, dtype: ir.DataType | None = None) -> ir.Value:
-        return ir.Value(name=self.em.fresh(hint), type=ir.TensorType(dtype) if dtype is not None else None)
-
-    def add(self, node: ir.Node) -> ir.Node:
-        for out in node.outputs:
-            if not out.name:
-                out.name = self.em.fresh(f"{node.op_type}_out")
-        self.nodes.append(node)
-        return node
-
-    def op(self, op_type: str, inputs: list[ir.Value | None], attrs: dict[str, object] | None = None,
-           outputs: int = 1) -> list[ir.Value]:
-        node = ir.Node("", op_type, inputs, ir.convenience.convert_attributes(attrs or {}), num_outputs=outputs,
-                       name=self.em.fresh(op_type))
-        return list(self.add(node).outputs)
-
-    def op1(self, op_type: str, inputs: list[ir.Value | None], attrs: dict[str, object] | None = None) -> ir.Value:
-        return self.op(op_type, inputs, attrs)[0]
-
-    def graph(self, outputs: list[ir.Value], inputs: list[ir.Value] | None = None) -> ir.Graph:
-        return ir.Graph(inputs or [], outputs, nodes=self.nodes, name=self.em.fresh(self.hint))
-
-
-Out = Emitter | _Branch
-
-
-def _scan_form(em: Emitter, node: ir.Node, out: Out) -> list[tuple[ir.Value, ir.Value]]:
+def _scan_form(em: Emitter, node: ir.Node, out: Emitter) -> list[tuple[ir.Value, ir.Value]]:
     """The GRU `node` as a Scan, its nodes added to `out` (constants to the main graph through `em`): pairs (old
     output, new value)."""
     x, w, r = node.inputs[0], node.inputs[1], node.inputs[2]
@@ -188,7 +155,7 @@ def _scan_form(em: Emitter, node: ir.Node, out: Out) -> list[tuple[ir.Value, ir.
                     {"value": ir.tensor(np.zeros(1, np.float32))})
     rt_zr, rt_h = transposed(r2, 0, 2), transposed(r2, 2, 3)
 
-    body = _Branch(em, "body")
+    body = Subgraph(em)
     h_in, xzr_in, xh_in = (body.value(n, ir.DataType.FLOAT) for n in ("h", "x_zr", "x_h"))
 
     def activate(v: ir.Value, op: str, params: tuple[float, ...]) -> ir.Value:
@@ -210,7 +177,7 @@ def _scan_form(em: Emitter, node: ir.Node, out: Out) -> list[tuple[ir.Value, ir.
     y, y_h = node.outputs[0], node.outputs[1] if len(node.outputs) > 1 else None
     seq = y is not None and bool(y.uses() or y.is_graph_output())
     body_outs = [h_new] + ([body.op1("Identity", [h_new])] if seq else [])  # a value listed once (onnxruntime)
-    attrs: dict[str, object] = {"body": body.graph(body_outs, [h_in, xzr_in, xh_in]), "num_scan_inputs": 2}
+    attrs: dict[str, object] = {"body": body.build(body_outs, [h_in, xzr_in, xh_in]), "num_scan_inputs": 2}
     if reverse:
         attrs.update(scan_input_directions=[1, 1], scan_output_directions=[1] if seq else [])
     scan = out.op("Scan", [h, x_zr, x_h], attrs, outputs=len(body_outs))

@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import onnx_ir as ir
 from onnx_ir._cloner import Cloner
 
 from ir2onnx.passes.fuse_rnn import fuse_loop
 from ir2onnx.passes.fuse_rnn_loops import analyse_loop
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, all_names, fresh_name, producer, shape_of
+from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, Subgraph, all_names, producer, redirect, shape_of
 from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
 
 logger = logging.getLogger(__name__)
@@ -103,35 +102,23 @@ def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         return em.op1("And", [em.op1("Equal", [count, em.i64([0])]), some])
 
     used = [o for o in node.outputs if o.uses() or o.is_graph_output()]
-    prefix_graph = _fused_branch(node, em, root, names, lens, used, False, "prefix_masks")
-    inner: ir.Graph | None = None
+    prefix_graph = _fused_branch(node, em, lens, used, False, "prefix_masks")
+    loop_graph = ir.Graph([], [], nodes=[], name=em.fresh("any_masks"))
+    otherwise = loop_graph
     try:  # padding at the front: the rows shifted to start at step 0, when only last values are read
-        suffix_graph = _fused_branch(node, em, root, names, lens, used, True, "suffix_masks")
-        inner = ir.Graph([], [], nodes=[], name=fresh_name(names, f"{em.prefix}/other_masks"))
-        cond = never(earlier, later)
+        suffix_graph = _fused_branch(node, em, lens, used, True, "suffix_masks")
+        inner = Subgraph(em)
+        shifted = inner.op("If", [never(earlier, later)], {"then_branch": suffix_graph, "else_branch": loop_graph},
+                           outputs=len(used))
+        for old, new in zip(used, shifted):
+            new.type, new.shape = old.type, old.shape
+        otherwise = inner.build(shifted, hint="other_masks")
     except NoMatch as e:
         logger.debug("masks padded at the front of %s keep the loop: %s", node.name, e)
-    loop_graph = ir.Graph([], [], nodes=[], name=fresh_name(names, f"{em.prefix}/any_masks"))
-    if inner is not None:
-        results = em.op("If", [cond], {"then_branch": suffix_graph, "else_branch": loop_graph}, outputs=len(used))
-        em.nodes.pop()  # that If is the outer one's else-branch
-        inner_if = results[0].producer()
-        assert inner_if is not None
-        inner.append(inner_if)
-        inner.outputs.extend(results)
-        for old, new in zip(used, results):
-            new.type, new.shape = old.type, old.shape
-    results = em.op("If", [never(later, earlier)], {"then_branch": prefix_graph,
-                                                     "else_branch": inner if inner is not None else loop_graph},
+    results = em.op("If", [never(later, earlier)], {"then_branch": prefix_graph, "else_branch": otherwise},
                     outputs=len(used))
     em.commit()
-    for old, new in zip(used, results):
-        new.type, new.shape = old.type, old.shape
-        if old.is_graph_output():
-            name = old.name
-            old.name = f"{name}/masked"
-            new.name = name
-        old.replace_all_uses_with(new, replace_graph_outputs=True)
+    redirect(list(zip(used, results)), "masked")
     graph = node.graph
     assert graph is not None
     graph.remove(node)
@@ -140,8 +127,8 @@ def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     loop_graph.outputs.extend(used)
 
 
-def _fused_branch(node: ir.Node, em: Emitter, root: ir.Graph, names: set[str], lens: ir.Value,
-                  used: list[ir.Value], shifted: bool, hint: str) -> ir.Graph:
+def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Value], shifted: bool,
+                  hint: str) -> ir.Graph:
     """A graph computing the loop's `used` outputs with one fused node, for masks that are prefixes, or suffixes
     (`shifted`: each row's sequences rolled to start with its first kept step); raises NoMatch when the rewritten
     copy does not fuse completely."""
@@ -151,32 +138,29 @@ def _fused_branch(node: ir.Node, em: Emitter, root: ir.Graph, names: set[str], l
     step_type = step.type.dtype if isinstance(step.type, ir.TensorType) else ir.DataType.INT64
     lens_t = em.op1("Cast", [lens], {"to": step_type})
     lens_t.type, lens_t.shape = ir.TensorType(step_type), ir.Shape([None])  # [batch]: what the fusion checks
-    past = ir.Node("", "GreaterOrEqual", [step, lens_t])
-    masked = ir.Node("", "Unsqueeze", [past.outputs[0], em.i64([1])])  # [B, 1]: true from the row's length on
-    for n in (past, masked):
-        n.name = fresh_name(names, f"{em.prefix}/prefix/{n.op_type}")
-        n.outputs[0].name = fresh_name(names, f"{n.name}_out")
-    body.insert_before(wheres[0], [past, masked])
+    sub = Subgraph(em)
+    masked = sub.unsqueeze(sub.op1("GreaterOrEqual", [step, lens_t]), [1])  # [B, 1]: true from the row's length on
+    body.insert_before(wheres[0], sub.nodes)
     read = wheres[0].inputs[0].producer()  # type: ignore[union-attr]
     for w in wheres:
         new, previous = w.inputs[1], w.inputs[2]
-        w.replace_input_with(0, masked.outputs[0])
+        w.replace_input_with(0, masked)
         w.replace_input_with(1, previous)
         w.replace_input_with(2, new)
     assert read is not None and not read.outputs[0].uses()
     body.remove(read, safe=True)  # the mask's own step read: the fusion allows one read of a sequence per step
     graph = ir.Graph([], [copy.outputs[o.index()] for o in used], nodes=[copy],  # type: ignore[index]
-                     name=fresh_name(names, f"{em.prefix}/{hint}"))
+                     name=em.fresh(hint))
     if shifted:
         view = analyse_loop(copy)
         stacked = {o.outer for o in view.outputs} | {b.state.final for b in view.buffers if not b.last}
         if any(copy.outputs[o.index()] in stacked for o in used):  # type: ignore[index]
             raise NoMatch("a per-step output is read (its padding would be at the front)")
-        _roll_reads(em, graph, copy, body, step, lens, names)
-    fuse_loop(copy, root, names)  # NoMatch: the loop stays, nothing of the copy is kept
+        _roll_reads(em, graph, copy, body, step, lens)
+    fuse_loop(copy, em.root, em.names)  # NoMatch: the loop stays, nothing of the copy is kept
     if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
         raise NoMatch("the rewritten loop was fused only in part")
-    _own_weights(graph, root)
+    _own_weights(graph, em.root)
     return graph
 
 
@@ -192,37 +176,27 @@ def _own_weights(graph: ir.Graph, root: ir.Graph) -> None:
             graph.register_initializer(v)
 
 
-def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, step: ir.Value, lens: ir.Value,
-                names: set[str]) -> None:
+def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, step: ir.Value, lens: ir.Value) -> None:
     """The body's per-step reads Gather(seq, step) of outer [T, B, ...] sequences read, in `graph` before the loop,
     seq rolled per row by its padding: row b's step t is seq[(t + T - lens[b]) mod T, b] (its kept steps first)."""
     reads = [n for n in body if n.op_type == "Gather" and n.inputs[1] is step and n.inputs[0] is not None
              and n.inputs[0].graph is not body and int(n.attributes["axis"].value if "axis" in n.attributes else 0) == 0]
     if not reads:
         raise NoMatch("no per-step read to shift")
-    made: list[ir.Node] = []
-
-    def op(op_type: str, inputs: list[ir.Value], **attrs: object) -> ir.Value:
-        n = ir.Node("", op_type, inputs, ir.convenience.convert_attributes(attrs), name=fresh_name(names, f"{em.prefix}/roll/{op_type}"))
-        n.outputs[0].name = fresh_name(names, f"{n.name}_out")
-        made.append(n)
-        return n.outputs[0]
-
+    sub = Subgraph(em)
     for n in reads:
         seq = n.inputs[0]
         rank = len(shape_of(seq) or ())
         if rank < 2:
             raise NoMatch("a per-step read of unknown rank")
-        total = op("Shape", [seq], start=0, end=1)  # [1]
-        t = op("Unsqueeze", [op("Range", [em.const(np.array(0, np.int64), "zero"), op("Squeeze", [total, em.i64([0])]),
-                                          em.const(np.array(1, np.int64), "one")]), em.i64([1])])  # [T, 1]
-        start = op("Sub", [total, lens])  # [B]: the row's first kept step
-        index = op("Mod", [op("Add", [t, op("Unsqueeze", [start, em.i64([0])])]), total])  # [T, B]
-        batch = op("Squeeze", [op("Shape", [seq], start=1, end=2), em.i64([0])])
-        column = op("Range", [em.const(np.array(0, np.int64), "zero"), batch, em.const(np.array(1, np.int64), "one")])
-        flat = op("Add", [op("Mul", [index, batch]), column])  # rows of seq as [T * B, ...]
-        rows = op("Gather", [op("Flatten", [seq], axis=2), flat], axis=0)  # whole rows: no per-element gather
-        rolled = op("Reshape", [rows, op("Shape", [seq])])
+        total = sub.op1("Shape", [seq], {"start": 0, "end": 1})  # [1]
+        t = sub.unsqueeze(sub.arange(sub.squeeze(total, [0])), [1])  # [T, 1]
+        start = sub.op1("Sub", [total, lens])  # [B]: the row's first kept step
+        index = sub.op1("Mod", [sub.op1("Add", [t, sub.unsqueeze(start, [0])]), total])  # [T, B]
+        batch = sub.squeeze(sub.op1("Shape", [seq], {"start": 1, "end": 2}), [0])
+        flat = sub.op1("Add", [sub.op1("Mul", [index, batch]), sub.arange(batch)])  # rows of seq as [T * B, ...]
+        rows = sub.op1("Gather", [sub.op1("Flatten", [seq], {"axis": 2}), flat], {"axis": 0})  # whole rows
+        rolled = sub.op1("Reshape", [rows, sub.op1("Shape", [seq])])
         rolled.type, rolled.shape = seq.type, seq.shape
         n.replace_input_with(0, rolled)
-    graph.insert_before(loop, made)
+    graph.insert_before(loop, sub.nodes)

@@ -19,6 +19,7 @@ import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
+    Subgraph,
     all_names,
     attr,
     const_array,
@@ -88,7 +89,7 @@ def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
                    {"value": ir.tensor(np.zeros(1, dtype.numpy()))})
     rt = _transposed(em, r)
 
-    def step(out: Emitter | _Body, h: ir.Value, xt: ir.Value) -> ir.Value:
+    def step(out: Emitter, h: ir.Value, xt: ir.Value) -> ir.Value:
         a = out.op1("Add", [out.op1("MatMul", [h, rt]), xt])
         if clip is not None:
             a = out.op1("Clip", [a, em.const(np.array(-clip, dtype.numpy()), "clip_min"),  # type: ignore[operator]
@@ -101,13 +102,12 @@ def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         h_last = step(em, h, em.squeeze(xp, [0]))
         seq = em.unsqueeze(h_last, [0])
     else:
-        body = _Body(em)
-        h_in = body.input("h", dtype)
-        x_in = body.input("x", dtype)
+        body = Subgraph(em)
+        h_in = body.value("h", dtype)
+        x_in = body.value("x", dtype)
         h_new = step(body, h_in, x_in)
         y_t = body.op1("Identity", [h_new])  # a body lists a value once: onnxruntime's Scan mishandles repeats
-        graph = ir.Graph([h_in, x_in], [h_new, y_t], nodes=body.nodes, name=em.fresh("body"))
-        attrs: dict[str, object] = {"body": graph, "num_scan_inputs": 1}
+        attrs: dict[str, object] = {"body": body.build([h_new, y_t], [h_in, x_in]), "num_scan_inputs": 1}
         if reverse:
             attrs.update(scan_input_directions=[1], scan_output_directions=[1])
         h_last, seq = em.op("Scan", [h, xp], attrs, outputs=2)
@@ -118,19 +118,3 @@ def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     em.commit()
     replace_node(node, replacements, "rnn")
 
-
-class _Body:
-    """Collects the nodes of a Scan body, named like the Emitter's."""
-
-    def __init__(self, em: Emitter) -> None:
-        self.em = em
-        self.nodes: list[ir.Node] = []
-
-    def input(self, hint: str, dtype: ir.DataType) -> ir.Value:
-        return ir.Value(name=self.em.fresh(hint), type=ir.TensorType(dtype))
-
-    def op1(self, op_type: str, inputs: list[ir.Value]) -> ir.Value:
-        name = self.em.fresh(op_type)
-        out = ir.Value(name=self.em.fresh(f"{op_type}_out"))
-        self.nodes.append(ir.Node("", op_type, inputs, outputs=[out], name=name))
-        return out

@@ -26,7 +26,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.partial_sort import branch, partial_sort_order, partial_sort_pairs, sort_order
+from ir2onnx.convert.ops.partial_sort import partial_sort_order, partial_sort_pairs, sort_order
 from ir2onnx.convert.ops.proposals import Overlap, nms_loop, proposal_iou, refine_anchors
 from ir2onnx.convert.registry import converter
 
@@ -258,8 +258,8 @@ def detection_output(ctx: LayerContext) -> list[ir.Value]:
         return [bb.op("Range", [bb.i64(0), bb.reshape(total, []), bb.i64(1)])]
 
     pick = b.op("If", [b.reshape(b.op("Greater", [total, b.i64([max_det])]), [])],
-                {"then_branch": branch(b, f"{name}/sorted", [(I64, 1)], sorted_branch),
-                 "else_branch": branch(b, f"{name}/in_order", [(I64, 1)], in_order)})
+                {"then_branch": b.branch(f"{name}/sorted", [(I64, 1)], sorted_branch),
+                 "else_branch": b.branch(f"{name}/in_order", [(I64, 1)], in_order)})
     pad = b.concat([b.i64([0]), b.op("Sub", [b.i64([max_det]), keep])], 0)
 
     def out(v: ir.Value, value: object) -> ir.Value:

@@ -37,16 +37,6 @@ def _body(b: GraphBuilder, name: str, carried: Sequence[Spec],
     return cb.build(outs, b.names.fresh(f"{name}/body"))
 
 
-def branch(b: GraphBuilder, name: str, specs: Sequence[Spec], fn: Callable[[GraphBuilder], Sequence[ir.Value]]
-           ) -> ir.Graph:
-    """An If branch: the graph of fn(child builder), its outputs typed by `specs`."""
-    cb = b.child()
-    outs = [cb.identity(v) if not cb.owns(v) else v for v in fn(cb)]
-    for v, (t, r) in zip(outs, specs):
-        v.type, v.shape = ir.TensorType(t), ir.Shape([None] * r)
-    return cb.build(outs, b.names.fresh(f"{name}/branch"))
-
-
 def _at(b: GraphBuilder, x: ir.Value, i: ir.Value) -> ir.Value:
     return b.op("Gather", [x, i], {"axis": 0})
 
@@ -132,9 +122,9 @@ def _heap_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value, tiebrea
         if tiebreak is not None:
             beats = cb.op("Or", [beats, cb.op("And", [cb.op("Equal", [ki, k0]), cb.op(
                 "Less", [_at(cb, tiebreak, i), _at(cb, tiebreak, _at(cb, hp, zero))])])])
-        then = branch(cb, f"{name}/pop", [(I64, 1)],
+        then = cb.branch(f"{name}/pop", [(I64, 1)],
                        lambda bb: [_adjust(bb, f"{name}/pop", keys, hp, zero, k, i, tiebreak)])
-        other = branch(cb, f"{name}/keep", [(I64, 1)], lambda bb: [hp])
+        other = cb.branch(f"{name}/keep", [(I64, 1)], lambda bb: [hp])
         return [cb.const(np.array(True)), cb.op("If", [beats], {"then_branch": then, "else_branch": other})]
 
     heap = b.op("Loop", [b.op("Sub", [m, k]), None, heap], {"body": _body(b, f"{name}/select", [(I64, 1)], select)})
@@ -176,8 +166,8 @@ def partial_sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) 
         n = bb.reshape(bb.shape_of(keys, 0, 1), [])
         return [bb.op("Loop", [n, bb.const(np.array(True))], {"body": body})]
 
-    slow = branch(b, f"{name}/heap", [(I64, 2)], heap_rows)
-    fast = branch(b, f"{name}/topk", [(I64, 2)], lambda bb: [order])
+    slow = b.branch(f"{name}/heap", [(I64, 2)], heap_rows)
+    fast = b.branch(f"{name}/topk", [(I64, 2)], lambda bb: [order])
     order = b.op("If", [any_tie], {"then_branch": slow, "else_branch": fast})
     values = b.op("GatherElements", [keys, order], {"axis": 1})
     return values, order
@@ -270,11 +260,11 @@ def _introsort_arrangement(b: GraphBuilder, name: str, keys: ir.Value) -> ir.Val
             return [bb.concat([rest, push], 0), new]
 
         specs = [(I64, 2), (I64, 1)]
-        work = branch(cb, f"{name}/work", specs, lambda bb: list(bb.op_multi(
-            "If", [heap], {"then_branch": branch(bb, f"{name}/heap", specs, heapsort),
-                           "else_branch": branch(bb, f"{name}/split", specs, split)}, outputs=2)))
+        work = cb.branch(f"{name}/work", specs, lambda bb: list(bb.op_multi(
+            "If", [heap], {"then_branch": bb.branch(f"{name}/heap", specs, heapsort),
+                           "else_branch": bb.branch(f"{name}/split", specs, split)}, outputs=2)))
         st2, ar2 = cb.op_multi("If", [long], {"then_branch": work,
-                                              "else_branch": branch(cb, f"{name}/skip", specs, skip)}, outputs=2)
+                                              "else_branch": cb.branch(f"{name}/skip", specs, skip)}, outputs=2)
         more = cb.op("Greater", [cb.reshape(cb.shape_of(st2, 0, 1), []), cb.i64(0)])
         return [more, st2, ar2]
 
@@ -300,8 +290,8 @@ def sort_order(b: GraphBuilder, name: str, keys: ir.Value, k: ir.Value) -> ir.Va
     def identity(bb: GraphBuilder) -> list[ir.Value]:
         return [bb.op("Range", [bb.i64(0), bb.reshape(m, []), bb.i64(1)])]
 
-    arr = b.op("If", [any_tie], {"then_branch": branch(b, f"{name}/introsort", [(I64, 1)], arranged),
-                                 "else_branch": branch(b, f"{name}/plain", [(I64, 1)], identity)})
+    arr = b.op("If", [any_tie], {"then_branch": b.branch(f"{name}/introsort", [(I64, 1)], arranged),
+                                 "else_branch": b.branch(f"{name}/plain", [(I64, 1)], identity)})
     _, pos = b.op_multi("TopK", [b.op("Gather", [keys, arr], {"axis": 0}), k], {"axis": 0, "largest": 1,
                                                                               "sorted": 1}, outputs=2)
     return b.op("Gather", [arr, pos], {"axis": 0})
@@ -329,6 +319,6 @@ def partial_sort_pairs(b: GraphBuilder, name: str, keys: ir.Value, tiebreak: ir.
     ties = b.op("And", [adjacent_equal(kb), adjacent_equal(tb)])
     any_tie = b.cast(b.reduce("ReduceMax", b.cast(ties, ir.DataType.INT32), None, keepdims=False), BOOL)
     k0 = b.reshape(k, [])
-    slow = branch(b, f"{name}/heap", [(I64, 1)], lambda bb: [_heap_order(bb, name, keys, k0, tiebreak)])
-    fast = branch(b, f"{name}/topk", [(I64, 1)], lambda bb: [order])
+    slow = b.branch(f"{name}/heap", [(I64, 1)], lambda bb: [_heap_order(bb, name, keys, k0, tiebreak)])
+    fast = b.branch(f"{name}/topk", [(I64, 1)], lambda bb: [order])
     return b.op("If", [any_tie], {"then_branch": slow, "else_branch": fast})

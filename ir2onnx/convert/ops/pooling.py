@@ -10,8 +10,6 @@ excluded by the number of input elements in the window.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import onnx_ir as ir
 
@@ -299,22 +297,18 @@ def _mean_axis(ctx: LayerContext, x: ir.Value, axis: int, i: int, to: ir.DataTyp
 
     if known == 1:
         return mean(b)
-
-    def branch(fn: Callable[[GraphBuilder], ir.Value], hint: str) -> ir.Graph:
-        cb = b.child()
-        y = fn(cb)
-        y = y if cb.owns(y) else cb.identity(y)
-        y.type, y.shape = ir.TensorType(to), None
-        return cb.build([y], b.names.fresh(f"{b.hint}/{hint}"))
+    spec = [(to, rank)]
 
     def other(cb: GraphBuilder) -> ir.Value:  # the size differs from the length
         if known is not None:
             return binned(cb)
         return cb.op("If", [cb.op("Equal", [out, cb.i64(1)])],
-                     {"then_branch": branch(mean, "mean"), "else_branch": branch(binned, "bins")})
+                     {"then_branch": cb.branch(f"{b.hint}/mean", spec, lambda bb: [mean(bb)]),
+                      "else_branch": cb.branch(f"{b.hint}/bins", spec, lambda bb: [binned(bb)])})
 
-    return b.op("If", [b.op("Equal", [out, n])], {"then_branch": branch(lambda cb: x, "same"),
-                                                   "else_branch": branch(other, "pooled")})
+    return b.op("If", [b.op("Equal", [out, n])],
+                {"then_branch": b.branch(f"{b.hint}/same", spec, lambda bb: [x]),
+                 "else_branch": b.branch(f"{b.hint}/pooled", spec, lambda bb: [other(bb)])})
 
 
 @converter("AdaptiveMaxPool", "opset8")
