@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 
 import onnx_ir as ir
-from onnx_ir._cloner import Cloner
 
 from ir2onnx.passes.fuse_rnn import fuse_loop
 from ir2onnx.passes.fuse_rnn_loops import analyse_loop
@@ -132,7 +131,7 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
     """A graph computing the loop's `used` outputs with one fused node, for masks that are prefixes, or suffixes
     (`shifted`: each row's sequences rolled to start with its first kept step); raises NoMatch when the rewritten
     copy does not fuse completely."""
-    copy = Cloner(attr_map={}, value_map={}, metadata_props={}, allow_outer_scope_values=True).clone_node(node)
+    copy = _copy(node)
     body = copy.attributes["body"].value
     _, step, wheres = _step_mask(body)
     step_type = step.type.dtype if isinstance(step.type, ir.TensorType) else ir.DataType.INT64
@@ -162,6 +161,17 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
         raise NoMatch("the rewritten loop was fused only in part")
     _own_weights(graph, em.root)
     return graph
+
+
+def _copy(loop: ir.Node) -> ir.Node:
+    """A new Loop node over the same inputs with a copy of the body (outer values still read from outside)."""
+    attrs = [ir.AttrGraph("body", a.value.clone(allow_outer_scope_values=True)) if a.name == "body" else a
+             for a in loop.attributes.values()]
+    copy = ir.Node(loop.domain, loop.op_type, list(loop.inputs), attrs, num_outputs=len(loop.outputs),
+                   name=loop.name)
+    for old, new in zip(loop.outputs, copy.outputs):
+        new.name, new.type, new.shape = f"{old.name}/copy", old.type, old.shape
+    return copy
 
 
 def _own_weights(graph: ir.Graph, root: ir.Graph) -> None:
