@@ -429,8 +429,9 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
     if lens is not None:
         steps = em.op1("Shape", [x], {"start": 0, "end": 1})
-        clipped = em.op1("Max", [em.op1("Min", [em.op1("Cast", [lens], {"to": ir.DataType.INT64}), steps]),
-                                 em.i64([0])])
+        wide = lens if isinstance(lens.type, ir.TensorType) and lens.type.dtype == ir.DataType.INT64 else \
+            em.op1("Cast", [lens], {"to": ir.DataType.INT64})  # (a Cast to its own type: onnxruntime warns)
+        clipped = em.op1("Max", [em.op1("Min", [wide, steps]), em.i64([0])])
         ins[4] = em.op1("Cast", [clipped], {"to": ir.DataType.INT32})
     attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
     outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)

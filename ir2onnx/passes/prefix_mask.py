@@ -26,7 +26,16 @@ import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn import fuse_loop
 from ir2onnx.passes.fuse_rnn_loops import analyse_loop
-from ir2onnx.passes.fuse_rnn_util import Emitter, NoMatch, Subgraph, all_names, producer, redirect, shape_of
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    NoMatch,
+    Subgraph,
+    all_names,
+    attr,
+    producer,
+    redirect,
+    shape_of,
+)
 from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
 
 logger = logging.getLogger(__name__)
@@ -132,10 +141,26 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
     (`shifted`: each row's sequences rolled to start with its first kept step); raises NoMatch when the rewritten
     copy does not fuse completely."""
     copy = _copy(node)
+    graph = ir.Graph([], [], nodes=[copy], name=em.fresh(hint))
+    try:
+        _fuse_copy(copy, graph, em, lens, used, shifted)
+    except NoMatch:
+        for n in [copy, *ir.traversal.RecursiveGraphIterator(copy.attributes["body"].value),
+                  *ir.traversal.RecursiveGraphIterator(graph)]:  # what the copy and its fusion read stays unread
+            for i in range(len(n.inputs)):
+                n.replace_input_with(i, None)
+        raise
+    return graph
+
+
+def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used: list[ir.Value],
+               shifted: bool) -> None:
+    """`graph` (holding `copy`) returning the `used` outputs through `copy` rewritten to the sequence_length form and
+    fused."""
     body = copy.attributes["body"].value
     _, step, wheres = _step_mask(body)
     step_type = step.type.dtype if isinstance(step.type, ir.TensorType) else ir.DataType.INT64
-    lens_t = em.op1("Cast", [lens], {"to": step_type})
+    lens_t = lens if step_type == ir.DataType.INT64 else em.op1("Cast", [lens], {"to": step_type})
     lens_t.type, lens_t.shape = ir.TensorType(step_type), ir.Shape([None])  # [batch]: what the fusion checks
     sub = Subgraph(em)
     masked = sub.unsqueeze(sub.op1("GreaterOrEqual", [step, lens_t]), [1])  # [B, 1]: true from the row's length on
@@ -148,8 +173,7 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
         w.replace_input_with(2, new)
     assert read is not None and not read.outputs[0].uses()
     body.remove(read, safe=True)  # the mask's own step read: the fusion allows one read of a sequence per step
-    graph = ir.Graph([], [copy.outputs[o.index()] for o in used], nodes=[copy],  # type: ignore[index]
-                     name=em.fresh(hint))
+    graph.outputs.extend(copy.outputs[o.index()] for o in used)  # type: ignore[index]
     if shifted:
         view = analyse_loop(copy)
         stacked = {o.outer for o in view.outputs} | {b.state.final for b in view.buffers if not b.last}
@@ -157,10 +181,24 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
             raise NoMatch("a per-step output is read (its padding would be at the front)")
         _roll_reads(em, graph, copy, body, step, lens)
     fuse_loop(copy, em.root, em.names)  # NoMatch: the loop stays, nothing of the copy is kept
+    if lens_t is not lens:
+        _skip_round_trip(lens, lens_t)
     if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
         raise NoMatch("the rewritten loop was fused only in part")
     _own_weights(graph, em.root)
-    return graph
+
+
+def _skip_round_trip(lens: ir.Value, lens_t: ir.Value) -> None:
+    """The fusion's Cast(lens_t, int64) of lens_t = Cast(lens, int32) read as lens itself: row sums fit any integer
+    type. (onnxruntime removes the round trip on its own but warns, at every session, that it cannot rename the
+    value inside the If branches.)"""
+    for use in list(lens_t.uses()):
+        cast = use.node
+        if cast.op_type == "Cast" and attr(cast, "to") == ir.DataType.INT64 and \
+                not cast.outputs[0].is_graph_output():
+            cast.outputs[0].replace_all_uses_with(lens)
+            assert cast.graph is not None
+            cast.graph.remove(cast, safe=True)
 
 
 def _copy(loop: ir.Node) -> ir.Node:
