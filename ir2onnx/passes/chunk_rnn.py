@@ -7,7 +7,11 @@ the same steps in the same order, bit for bit, with a buffer of about CHUNK_BYTE
 onnxruntime 1.32, 2 threads, input 512, hidden 256 (one node against its chain, Split and Concat included): LSTM batch
 16: T=100 0.96x, T=300 0.85x, T=1000 0.79x the time of one node; batch 64, T=100: 0.83x; GRU batch 16, T=1000:
 0.88x. Short or narrow sequences (batch 1 and 4 at T=100, where chunks cost 4-15%) are left whole: a node is split
-only when its buffer exceeds two chunks.
+only when its buffer exceeds two chunks. The gain depends on how much of the shared last-level cache the host leaves
+to the process: measured again with the whole 32 MiB L3 free (a 2-thread product at 2.0x one thread's speed), one
+node was 3-6% faster than its chain up to a 25 MiB buffer (batch 16 T=100-200, batch 32-64 T=100), the chain still
+5% faster at T=300 and 20% at T=1000. The chain is kept: its cost when the cache is free is smaller than the one
+node's when it is not.
 
 A bidirectional node becomes a forward and a reverse chain (onnxruntime runs its two directions one after the
 other anyway; 0.92x at batch 1, 0.86x with chunks at batch 16).
