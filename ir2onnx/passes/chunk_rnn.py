@@ -1,17 +1,17 @@
 """Split a long LSTM/GRU over time into a chain of shorter ones, so that each one's gate buffer stays in cache.
 
 onnxruntime's CPU LSTM/GRU kernels first multiply the whole sequence by W (a [T*B, gates*H] buffer), then run the
-recurrence over it. When that buffer outgrows the core's cache the recurrence reads it back from memory at every
+recurrence over it. When that buffer outgrows the last-level cache the recurrence reads it back from memory at every
 step. Chaining nodes over consecutive time chunks (each one's Y_h/Y_c the next one's initial_h/initial_c) computes
-the same steps in the same order, bit for bit, with a buffer of about CHUNK_BYTES per node. Measured with
-onnxruntime 1.32, 2 threads, input 512, hidden 256 (one node against its chain, Split and Concat included): LSTM batch
-16: T=100 0.96x, T=300 0.85x, T=1000 0.79x the time of one node; batch 64, T=100: 0.83x; GRU batch 16, T=1000:
-0.88x. Short or narrow sequences (batch 1 and 4 at T=100, where chunks cost 4-15%) are left whole: a node is split
-only when its buffer exceeds two chunks. The gain depends on how much of the shared last-level cache the host leaves
-to the process: measured again with the whole 32 MiB L3 free (a 2-thread product at 2.0x one thread's speed), one
-node was 3-6% faster than its chain up to a 25 MiB buffer (batch 16 T=100-200, batch 32-64 T=100), the chain still
-5% faster at T=300 and 20% at T=1000. The chain is kept: its cost when the cache is free is smaller than the one
-node's when it is not.
+the same steps in the same order, bit for bit, with a buffer of about CHUNK_BYTES per node. A chain costs its Split
+and Concat and a call per chunk, so a buffer of up to WHOLE_CHUNKS chunks (16 MiB, half of a 32 MiB L3) stays one
+node. Measured with onnxruntime 1.32, 2 threads, input 512, hidden 256, as the ratio to OpenVINO running the same
+TensorIterator network (one node / its chain of 1 MiB chunks): LSTM batch 16, buffer 6.25 MiB (T=100) 0.88-0.89 /
+0.92-0.94 (two 3 MiB chunks: 0.88), 12.5 MiB (T=200) 0.90 / 0.94, batch 32 T=100 0.92 / 0.95, batch 4 T=1000
+(15.6 MiB) 0.76 / 0.78, batch 1 T=1000 (3.9 MiB) 0.82 / 0.84; over 16 MiB: batch 64 T=100 (25 MiB) 0.99 / 0.98,
+batch 16 T=300 (18.75 MiB) 0.95-0.97 / 0.91-0.94, T=1000 (62.5 MiB) 1.00-1.07 / 0.80-0.94 (2 and 4 MiB chunks in
+between). An earlier measurement, on a host that left less of its shared L3 to the process, had the chain ahead at
+batch 16 T=100 too (0.96x one node's time).
 
 A bidirectional node becomes a forward and a reverse chain (onnxruntime runs its two directions one after the
 other anyway; 0.92x at batch 1, 0.86x with chunks at batch 16).
@@ -37,6 +37,7 @@ from ir2onnx.passes.loop_utils import is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
 CHUNK_BYTES = 1 << 20  # the L2 cache of one core, about
+WHOLE_CHUNKS = 16  # a gate buffer of up to this many chunks stays one node
 MIN_STEPS = 8
 _GATES = {"LSTM": 4, "GRU": 3}
 
@@ -81,7 +82,7 @@ def chunk_sizes(node: ir.Node) -> list[int] | None:
     assert dtype is not None
     step_bytes = batch * _GATES[node.op_type] * int(attr(node, "hidden_size")) * int(dtype.itemsize)  # type: ignore[arg-type]
     chunk = max(MIN_STEPS, CHUNK_BYTES // max(step_bytes, 1))
-    if steps < 2 * chunk:
+    if steps * step_bytes <= WHOLE_CHUNKS * CHUNK_BYTES or steps < 2 * chunk:
         return None
     n = -(-steps // chunk)
     return [steps // n + (i < steps % n) for i in range(n)]

@@ -52,11 +52,12 @@ def chunked(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("op,steps,batch,hidden,expected", [
-    ("LSTM", 100, 16, 256, [15, 15] + [14] * 5),  # 64 KiB per step: 16 steps per MiB, 7 chunks
-    ("LSTM", 31, 16, 256, None),  # under two chunks
-    ("LSTM", 100, 1, 256, None),  # 4 KiB per step
-    ("LSTM", 1000, 1, 256, [250, 250, 250, 250]),
-    ("LSTM", 100, 64, 256, [8] * 9 + [7] * 4),  # at least 8 steps a chunk
+    ("LSTM", 300, 16, 256, [16] * 15 + [15] * 4),  # 64 KiB per step: 16 steps per MiB, 18.75 MiB in 19 chunks
+    ("LSTM", 256, 16, 256, None),  # 16 MiB: one node
+    ("LSTM", 100, 16, 256, None),
+    ("LSTM", 1000, 1, 256, None),  # 4 KiB per step
+    ("LSTM", 5000, 1, 256, [250] * 20),
+    ("LSTM", 100, 64, 256, [8] * 9 + [7] * 4),  # 25 MiB; at least 8 steps a chunk
     ("GRU", 1000, 8, 256, [42] * 16 + [41] * 8),  # 24 KiB per step: 42 steps per MiB
     ("GRU", 100, 16, 256, None),  # batch 16: a Scan instead (gru_scan.py)
 ])
@@ -86,6 +87,7 @@ CASES = [
 @pytest.mark.parametrize("op,kw", CASES)
 def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, kw: dict[str, Any]) -> None:
     monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 5 * 3 * 8 * 4 * 4)  # 8 steps at batch 3, hidden 5 (LSTM)
+    monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on
     steps, batch, hidden = 37, 3, 5
     proto = rnn_model(op, steps, batch, hidden, **kw)
     out = chunked(proto)
@@ -105,6 +107,7 @@ def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, 
                                                              "activation_alpha": [0.1, 0.1]}])
 def test_other_forms_stay_whole(monkeypatch: pytest.MonkeyPatch, kw: dict[str, Any]) -> None:
     monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on
     layout = kw.pop("layout", None)
     model = ir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1, **kw))
     node = next(iter(model.graph))
@@ -132,6 +135,7 @@ def test_short_bidirectional_becomes_two_directions(op: str) -> None:
 def test_converted_loop_chunked_and_equal_to_openvino(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
                                                       reverse: bool) -> None:
     monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 2 * 4 * 4 * 8 * 4)
+    monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on
     model = recurrent_loop(kind, batch=2, steps=30, inputs=4, hidden=4, reverse=reverse,
                            outputs=("seq", "h", "c") if kind == "lstm4" else ("seq", "h"))
     shapes = [((2, 30, 4), np.float32), ((2, 4), np.float32)] + ([((2, 4), np.float32)] if kind == "lstm4" else [])

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import apply_default_passes
+from ir2onnx.passes import apply_default_passes, chunk_rnn
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
 from tests.passes.test_chunk_rnn import rnn_model
 from tests.utils import all_nodes, assert_equivalent, count_ops, gru_dispatches
@@ -160,9 +160,10 @@ def test_torch_fixtures_lose_their_lengths(name: str) -> None:
 
 
 @pytest.mark.parametrize("op", ["LSTM", "GRU"])
-def test_dropped_lengths_let_long_sequences_chunk(op: str) -> None:
+def test_dropped_lengths_let_long_sequences_chunk(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The default passes: constant full-length lengths on a long sequence go, then the node is chunked
     (chunk_rnn.py takes only nodes without lengths); the result is bit-identical."""
+    monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on (4.7 MiB here)
     proto = rnn_model(op, 300, 16, 64, lens=300)
     m = ir.serde.deserialize_model(proto)
     apply_default_passes(m)
