@@ -21,6 +21,7 @@ default inputs (integers in [0, 3], so masks with holes) runs the loop; the test
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 import onnx_ir as ir
 
@@ -80,21 +81,30 @@ def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
 
 def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     before = set(root.initializers)
+    em = Emitter(node, root, names)
     try:
-        _rewrite_or_raise(node, root, names)
+        _rewrite_or_raise(node, em)
     except NoMatch:
+        _unread(em.nodes)  # made, never inserted
         for name in set(root.initializers) - before:  # constants made for the copy that was given up
             if not root.initializers[name].uses():
                 del root.initializers[name]
         raise
 
 
-def _rewrite_or_raise(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def _unread(nodes: Iterable[ir.Node]) -> None:
+    """Nodes given up stop reading their inputs (their reads would keep those values, initializers included,
+    alive: onnxruntime removed such initializers with a warning at every session)."""
+    for n in nodes:
+        for i in range(len(n.inputs)):
+            n.replace_input_with(i, None)
+
+
+def _rewrite_or_raise(node: ir.Node, em: Emitter) -> None:
     mask_seq, _, _ = _step_mask(node.attributes["body"].value)
     dims = shape_of(mask_seq)
     if dims is None or len(dims) not in (2, 3) or (len(dims) == 3 and dims[2] != 1):
         raise NoMatch("the mask is not [steps, batch(, 1)]")
-    em = Emitter(node, root, names)
     rows = em.op1("Cast", [mask_seq], {"to": ir.DataType.INT64})
     if len(dims) == 3:
         rows = em.squeeze(rows, [2])  # [T, B]
@@ -145,10 +155,8 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
     try:
         _fuse_copy(copy, graph, em, lens, used, shifted)
     except NoMatch:
-        for n in [copy, *ir.traversal.RecursiveGraphIterator(copy.attributes["body"].value),
-                  *ir.traversal.RecursiveGraphIterator(graph)]:  # what the copy and its fusion read stays unread
-            for i in range(len(n.inputs)):
-                n.replace_input_with(i, None)
+        _unread([copy, *ir.traversal.RecursiveGraphIterator(copy.attributes["body"].value),
+                 *ir.traversal.RecursiveGraphIterator(graph)])
         raise
     return graph
 

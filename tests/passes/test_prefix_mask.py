@@ -13,6 +13,8 @@ import pytest
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.passes import prefix_mask
+from ir2onnx.passes.fuse_rnn_util import NoMatch
 from tests.utils import all_nodes, assert_equivalent, count_loops, count_ops
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -94,3 +96,16 @@ def test_nothing_left_for_onnxruntime_to_warn_about(name: str, capfd: pytest.Cap
     options.log_severity_level = 2  # warnings
     ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     assert "W:onnxruntime" not in capfd.readouterr().err
+
+
+def test_loop_given_up_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the rewritten copy does not fuse, the loop stays as it was and nothing made for the attempt (its lengths,
+    conditions and their constants) is left in the model."""
+    def no_fusion(*_: object) -> None:
+        raise NoMatch("no fusion here")
+
+    monkeypatch.setattr(prefix_mask, "fuse_loop", no_fusion)
+    proto = ir2onnx.convert(FIXTURES / "tf_lstm_masking" / "model.xml")
+    assert count_ops(proto, "If") == 0 and count_loops(proto) == 1
+    read = {name for n in all_nodes(proto) for name in n.input}
+    assert [i.name for i in proto.graph.initializer if i.name not in read] == []
