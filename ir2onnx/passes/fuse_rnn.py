@@ -429,7 +429,7 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
     if lens is not None:
         steps = em.op1("Shape", [x], {"start": 0, "end": 1})
-        wide = lens if isinstance(lens.type, ir.TensorType) and lens.type.dtype == ir.DataType.INT64 else \
+        wide = lens if lens.dtype == ir.DataType.INT64 else \
             em.op1("Cast", [lens], {"to": ir.DataType.INT64})  # (a Cast to its own type: onnxruntime warns)
         clipped = em.op1("Max", [em.op1("Min", [wide, steps]), em.i64([0])])
         ins[4] = em.op1("Cast", [clipped], {"to": ir.DataType.INT32})
