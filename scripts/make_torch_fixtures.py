@@ -45,6 +45,18 @@ class RecurrentFromState(nn.Module):
         return self.layer(x, h0)
 
 
+class LSTMFromStates(nn.Module):
+    """An LSTM fed its initial h and c as inputs, returning its sequence output and final h and c."""
+
+    def __init__(self, layer: nn.LSTM) -> None:
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        y, (h, c) = self.layer(x, (h0, c0))
+        return y, h, c
+
+
 class WhileLoop(nn.Module):
     """A scripted data-dependent loop: doubles x until its norm passes a limit, counting the steps."""
 
@@ -89,6 +101,10 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "gru_bidirectional_2layers_h0": lambda: (
         RecurrentFromState(nn.GRU(I, H, num_layers=2, bidirectional=True, batch_first=True)).eval(),
         (torch.randn(B, T, I), torch.randn(4, B, H))),
+    "lstm_time_major_2layers_states": lambda: (
+        LSTMFromStates(nn.LSTM(I, H, num_layers=2, bidirectional=True)).eval(),
+        (torch.randn(T, B, I), torch.randn(4, B, H), torch.randn(4, B, H))),
+    "rnn_3layers_no_bias": _rnn(lambda: nn.RNN(I, H, num_layers=3, bias=False, batch_first=True)),
     "while_loop": _scripted(WhileLoop(), (2, 3)),
     "for_loop": _scripted(ForLoop(), (B, T, 3)),
 }

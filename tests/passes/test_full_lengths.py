@@ -135,14 +135,15 @@ def test_lengths(op: str, label: str, lens: Lens, kw: dict[str, object], drop: b
         np.testing.assert_array_equal(got, want)
 
 
-def test_torch_rnn_becomes_scan() -> None:
+@pytest.mark.parametrize(("name", "layers"), [("torch_rnn_relu_2layers", 2), ("torch_rnn_3layers_no_bias", 3)])
+def test_torch_rnn_becomes_scan(name: str, layers: int) -> None:
     """OpenVINO's PyTorch frontend gives its RNNSequence the run-time time axis as lengths: dropped, the RNN is
     lowered like one without them, and the result stays OpenVINO's and PyTorch's."""
-    d = FIXTURES / "torch_rnn_relu_2layers"
+    d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
     proto = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
-    assert count_ops(proto, "RNN") == 0 and count_ops(proto, "Scan") == 2
+    assert count_ops(proto, "RNN") == 0 and count_ops(proto, "Scan") == layers
     expected = np.load(d / "expected.npz")
     feed = dict(zip([i.name for i in proto.graph.input], inputs))
     for got, want in zip(run_onnxruntime(proto, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):
@@ -150,7 +151,7 @@ def test_torch_rnn_becomes_scan() -> None:
 
 
 @pytest.mark.parametrize("name", ["torch_lstm", "torch_gru_bidirectional", "torch_gru_time_major",
-                                  "torch_lstm_bidirectional_2layers"])
+                                  "torch_lstm_bidirectional_2layers", "torch_lstm_time_major_2layers_states"])
 def test_torch_fixtures_lose_their_lengths(name: str) -> None:
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")

@@ -12,6 +12,7 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
+import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.fuse_rnn_cells import _Reader
 from ir2onnx.passes.fuse_rnn_util import NoMatch
@@ -255,7 +256,9 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_v1_multi_rnn_cell": 2, "tf_stacked_rnn_cells": 3, "tf_v1_bidirectional_lstm_cell": 2,
              "tf_v1_lstm_cell_sequence_length": 1, "tf_v1_gru_cell_sequence_length": 1,
              "tf_lite_lstm_seq": 1, "tf_lite_gru_seq": 1, "tf_lite_bidirectional_lstm": 2, "tf_lite_simple_rnn": 1,
-             "tf_lite_lstm_seq_batch1": 1, "tf_lite_gru_last_batch1": 1}
+             "tf_lite_lstm_seq_batch1": 1, "tf_lite_gru_last_batch1": 1,
+             "tf_lstm_states": 1, "tf_gru_no_bias": 1, "tf_lstm_relu_no_bias": 1, "tf_bidirectional_lstm_sum": 2,
+             "tf_bidirectional_gru_unmerged": 2, "tf_lstm_seq2seq": 2}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -286,6 +289,37 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     loops = STACKED.get(name, FRAMEWORK[name])
     assert count_loops(assert_equivalent(d / "model.xml", inputs, rtol=1e-4, fuse=False)) == loops
+
+
+def test_encoder_decoder_openvino_cannot_run() -> None:
+    """A Keras encoder LSTM's final h and c as a decoder LSTM's initial state, on a static batch: OpenVINO's CPU
+    plugin fails on the IR ("object is not initialized"; tests/convert/control_flow/test_framework_fixtures.py pins
+    that), both conversions compute TensorFlow's result, the default one with two LSTM nodes, the second started from
+    the first's Y_h and Y_c."""
+    d = FIXTURES / "tf_lstm_seq2seq_static_batch"
+    stored = np.load(d / "inputs.npz")
+    expected = np.load(d / "expected.npz")["arr_0"]
+    for fuse in (True, False):
+        proto = ir2onnx.convert(d / "model.xml", fuse=fuse)
+        assert (count_loops(proto), count_ops(proto, "LSTM")) == ((0, 2) if fuse else (2, 0))
+        got, = run_onnxruntime(proto, {n: stored[n] for n in stored.files})
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    graph = ir2onnx.convert(d / "model.xml").graph
+    encoder, decoder = (n for n in graph.node if n.op_type == "LSTM")
+    assert encoder.output[1] in _upstream(graph, decoder.input[5])
+    assert encoder.output[2] in _upstream(graph, decoder.input[6])
+
+
+def _upstream(graph: onnx.GraphProto, value: str) -> set[str]:
+    """The values `value` is computed from (itself included)."""
+    producer = {o: n for n in graph.node for o in n.output}
+    seen, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        if v not in seen:
+            seen.add(v)
+            todo.extend(i for i in (producer[v].input if v in producer else ()) if i)
+    return seen
 
 
 def stacked_loop(*, second_reads: str, loop: bool) -> Any:
