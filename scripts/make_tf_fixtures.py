@@ -191,11 +191,13 @@ CASES["lstm_seq2seq"] = _seq2seq(None)
 CASES["lstm_seq2seq_static_batch"] = _seq2seq(B)  # OpenVINO's CPU plugin fails on its IR
 
 
-def _embedded(layer_fn: Callable[[], keras.layers.Layer], vocab: int = 20) -> Callable[[], Built]:
+def _embedded(layer_fn: Callable[[], Callable[[object], object]], vocab: int = 20,
+              steps: int | None = T) -> Callable[[], Built]:
     """Token ids through Embedding(mask_zero=True) (id 0 pads: its steps are masked) into the layer, on a run-time
-    batch; the stored tokens pad row 0 at its end (a prefix mask) and mask a step inside row 1."""
+    batch (and length, `steps` None); the stored tokens pad row 0 at its end (a prefix mask) and mask a step inside
+    row 1."""
     def build() -> Built:
-        inp = keras.Input((T,), dtype="int32", name="x")
+        inp = keras.Input((steps,), dtype="int32", name="x")
         model = keras.Model(inp, layer_fn()(keras.layers.Embedding(vocab, I, mask_zero=True)(inp)))
         x = np.random.default_rng(0).integers(1, vocab, (B, T)).astype(np.int32)
         x[0, -2:] = 0
@@ -209,6 +211,10 @@ CASES.update({
     "lstm_embedding_mask_seq": _embedded(lambda: keras.layers.LSTM(H, return_sequences=True)),
     "gru_embedding_mask_seq": _embedded(lambda: keras.layers.GRU(H, return_sequences=True)),
     "gru_embedding_mask_last": _embedded(lambda: keras.layers.GRU(H)),
+    "lstm_embedding_mask_last_run_time_length": _embedded(lambda: keras.layers.LSTM(H), steps=None),
+    # the mask goes on to the second layer, which reads the first's sequence output
+    "lstm_gru_embedding_mask_last": _embedded(lambda: lambda e: keras.layers.GRU(H)(
+        keras.layers.LSTM(H, return_sequences=True)(e))),
 })
 
 

@@ -105,15 +105,42 @@ def _root(dim: Dim) -> tuple[int, int]:
 
 def dim_root(dim: Dim) -> Dim:
     """Follow (value, axis) back through ops that keep the size of that axis (moving it for Transpose, Squeeze,
-    Unsqueeze, and from a recurrent node's outputs to its input) to its origin."""
+    Unsqueeze, from a recurrent node's outputs to its input, and from a Gather's output to its indices: an embedding
+    lookup's steps are its token ids') to its origin."""
     v, axis = dim
     while (node := v.producer()) is not None and is_default_domain(node) and node.inputs \
             and node.inputs[0] is not None:
-        moved = _axis_in_input(node, v, axis)
-        if moved is None:
+        if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
+            v = like  # Reshape(x, Shape(like)): like's dims
+            continue
+        moved = _gather_axis(node, axis) if node.op_type == "Gather" else (0, _axis_in_input(node, v, axis))
+        if moved is None or moved[1] is None or node.inputs[moved[0]] is None:
             break
-        v, axis = node.inputs[0], moved
+        v, axis = node.inputs[moved[0]], moved[1]  # type: ignore[assignment]
     return v, axis
+
+
+def _shape_of_whole(shape: ir.Value | None) -> ir.Value | None:
+    """x when `shape` is Shape(x) over all of x's axes."""
+    node = shape.producer() if shape is not None else None
+    if node is None or node.op_type != "Shape" or not is_default_domain(node) or node.inputs[0] is None \
+            or attr(node, "start", 0) != 0 or "end" in node.attributes:
+        return None
+    return node.inputs[0]
+
+
+def _gather_axis(node: ir.Node, axis: int) -> tuple[int, int] | None:
+    """(input, axis) of a Gather that has the size of its output's `axis`: the data's axes around the gathered one,
+    the indices' axes in its place."""
+    data, indices = rank_of(node.inputs[0]), rank_of(input_at(node, 1))
+    if data is None or indices is None or data == 0:
+        return None
+    at = int(attr(node, "axis", 0)) % data  # type: ignore[arg-type]
+    if axis < at:
+        return 0, axis
+    if axis < at + indices:
+        return 1, axis - at
+    return 0, axis - indices + 1
 
 
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:

@@ -37,6 +37,8 @@ def _masks(kind: str, rows: int, steps: int, rng: np.random.Generator) -> np.nda
 def _inputs(name: str, kind: str) -> list[np.ndarray]:
     rng = np.random.default_rng(7)
     rows, steps = (5, 6) if "embedding" in name else (2, 6)  # the Masking fixture's batch is static
+    if name.endswith("run_time_length"):
+        steps = 9  # not the length the fixture was made with
     keep = _masks(kind, rows, steps, rng)
     if "embedding" in name:  # token 0 pads
         tokens = rng.integers(1, 20, (rows, steps)).astype(np.int32)
@@ -48,13 +50,14 @@ def _inputs(name: str, kind: str) -> list[np.ndarray]:
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
 @pytest.mark.parametrize("name,op", [("tf_lstm_embedding_mask_last", "LSTM"), ("tf_lstm_embedding_mask_seq", "LSTM"),
                                      ("tf_gru_embedding_mask_seq", "GRU"), ("tf_gru_embedding_mask_last", "GRU"),
-                                     ("tf_lstm_masking_run_time_length", "LSTM")])
+                                     ("tf_lstm_masking_run_time_length", "LSTM"),
+                                     ("tf_lstm_embedding_mask_last_run_time_length", "LSTM")])
 def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
     """Each kind of mask equal to OpenVINO: prefixes run the fused node (rows of length 0 keep their initial state,
     the sequence output holds a row's last value past its length); where only the last output is read, masks padded
     at the front run a fused node over rows shifted to start with their first kept step; the rest the loop."""
     proto = assert_equivalent(FIXTURES / name / "model.xml", _inputs(name, kind), rtol=1e-4)
-    front = name.endswith("_last")  # the last output only: front padding fused too
+    front = "_last" in name  # the last output only: front padding fused too
     top = [n for n in proto.graph.node if n.op_type == "If"]
     assert len(top) == 1 and count_loops(proto) == 1
     ifs = [top[0]]
@@ -79,12 +82,33 @@ def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
         assert taken[1] == (kind == "suffix")
 
 
+@pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
+def test_stacked_masked_layers(kind: str) -> None:
+    """Embedding(mask_zero=True) -> LSTM(return_sequences) -> GRU, the mask passed on: the GRU's loop reads the
+    LSTM's loop's output, whose static length the IR declares; each loop gets its If, and the fused branches run where
+    the masks are prefixes (and, for the GRU's last output, suffixes)."""
+    name = "tf_lstm_gru_embedding_mask_last"
+    inputs = _inputs(name, kind)
+    proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
+    lstm_if, gru_if = (n for n in proto.graph.node if n.op_type == "If")
+    assert count_ops(_branches(lstm_if)["then_branch"], "LSTM") == 1
+    assert count_ops(_branches(gru_if)["then_branch"], "GRU") == 1
+    assert count_loops(proto) == 2 and count_ops(proto, "LSTM") == 1
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)
+    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None)
+                              for n in (lstm_if, gru_if))
+    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-2:]]
+    assert taken == [kind in ("prefix", "none")] * 2
+
+
 def _branches(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
     return {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
 
 
 @pytest.mark.parametrize("name", ["tf_lstm_masking", "tf_lstm_embedding_mask_seq", "tf_gru_embedding_mask_seq",
-                                  "tf_lstm_embedding_mask_last", "tf_gru_embedding_mask_last"])
+                                  "tf_lstm_embedding_mask_last", "tf_gru_embedding_mask_last",
+                                  "tf_lstm_gru_embedding_mask_last", "tf_lstm_embedding_mask_last_run_time_length"])
 def test_nothing_left_for_onnxruntime_to_warn_about(name: str, capfd: pytest.CaptureFixture[str]) -> None:
     """A copy of the loop given up (front padding where a per-step output is read) leaves no initializer it read
     behind, and no Cast round trip of the lengths: onnxruntime warned about both at every session it made."""

@@ -143,6 +143,11 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
         body_outs.append(v)
     body = cb.build(body_outs, b.names.fresh(f"{name}/body"))
     outs = b.op_multi("Loop", [trip, cond, *initial], {"body": body}, outputs=len(body_outs) - 1)
+    # the outputs' types and ranks, as the body declares them (ONNX inference leaves a carried value whose shape
+    # changes between iterations without any): the passes that fuse a loop reading another's output need the rank
+    for i, (out, inner) in enumerate(zip(outs, body_outs[1:])):
+        if isinstance(inner.type, ir.TensorType) and inner.shape is not None:
+            out.type, out.shape = inner.type, ir.Shape([None] * (len(inner.shape) + (i >= len(initial))))
     carried = outs[: len(initial)]
     scans = outs[len(initial):]
     result: list[ir.Value | None] = [None] * len(ctx.layer.outputs)
@@ -150,6 +155,9 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
         if o.kind == "last":
             pos = state_of[o.result.id] if o.result.id in state_of else len(merged) + extra.index(o)
             result[o.index] = carried[pos]
+            dims = ctx.layer.outputs[o.index].dims
+            if carried[pos].shape is not None and len(carried[pos].shape) == len(dims):
+                carried[pos].shape = ir.Shape(dims)  # the IR's static dims (a Keras layer's length, for one)
     for o, y in zip(concat, scans):
         rank = result_rank(o.result)
         if o.entry.stride < 0:
