@@ -215,6 +215,8 @@ CASES.update({
     # the mask goes on to the second layer, which reads the first's sequence output
     "lstm_gru_embedding_mask_last": _embedded(lambda: lambda e: keras.layers.GRU(H)(
         keras.layers.LSTM(H, return_sequences=True)(e))),
+    "lstm_gru_embedding_mask_last_run_time_length": _embedded(lambda: lambda e: keras.layers.GRU(H)(
+        keras.layers.LSTM(H, return_sequences=True)(e)), steps=None),
 })
 
 

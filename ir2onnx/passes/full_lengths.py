@@ -103,13 +103,22 @@ def _root(dim: Dim) -> tuple[int, int]:
     return id(v), axis
 
 
+DIM_ROOTS = "ir2onnx.dim_roots"  # value meta {axis: (value, axis) of the same size}, in memory only
+
+
 def dim_root(dim: Dim) -> Dim:
     """Follow (value, axis) back through ops that keep the size of that axis (moving it for Transpose, Squeeze,
     Unsqueeze, from a recurrent node's outputs to its input, and from a Gather's output to its indices: an embedding
     lookup's steps are its token ids') to its origin."""
     v, axis = dim
-    while (node := v.producer()) is not None and is_default_domain(node) and node.inputs \
-            and node.inputs[0] is not None:
+    while True:
+        known = v.meta.get(DIM_ROOTS, {}).get(axis)
+        if known is not None:  # recorded by the pass that made v
+            v, axis = known
+            continue
+        node = v.producer()
+        if node is None or not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
+            break
         if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
             v = like  # Reshape(x, Shape(like)): like's dims
             continue

@@ -13,6 +13,9 @@ default) and nothing reads a per-step output, the same node over the rows rolled
 step gives the same final states. So the loop becomes an If on "prefixes" (and a step to run): the fused node; else an
 If on "suffixes" (when it applies): the node over the rolled rows; else the loop itself (holes).
 
+A masked layer reading another's sequence output (stacked layers, the mask passed on) reads the If's output: the
+loop's length, when it is a run-time dim, is recorded on it (full_lengths.DIM_ROOTS) for the next loop's bound.
+
 Only what fuses completely is kept; otherwise the loop stays as it was. The fused nodes' weights are their branch's
 own initializers (onnxruntime did not prepack them two If levels down). Measured: see README. `--check` with its
 default inputs (integers in [0, 3], so masks with holes) runs the loop; the tests run every branch.
@@ -25,8 +28,9 @@ from collections.abc import Iterable
 
 import onnx_ir as ir
 
+from ir2onnx.passes.full_lengths import DIM_ROOTS, dim_root
 from ir2onnx.passes.fuse_rnn import fuse_loop
-from ir2onnx.passes.fuse_rnn_loops import analyse_loop
+from ir2onnx.passes.fuse_rnn_loops import analyse_loop, buffer_row, loop_iterations
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     NoMatch,
@@ -137,12 +141,30 @@ def _rewrite_or_raise(node: ir.Node, em: Emitter) -> None:
                     outputs=len(used))
     em.commit()
     redirect(list(zip(used, results)), "masked")
+    _record_lengths(node, used, results)
     graph = node.graph
     assert graph is not None
     graph.remove(node)
     node.meta[_KEPT] = True
     loop_graph.append(node)
     loop_graph.outputs.extend(used)
+
+
+def _record_lengths(node: ir.Node, used: list[ir.Value], results: Iterable[ir.Value]) -> None:
+    """The If's per-step outputs have the loop's length on axis 0: recorded where it is a dim of another value, so
+    that a masked layer reading them (its loop bounded by that dim) is seen to run once per step too."""
+    try:
+        it = loop_iterations(node)
+    except NoMatch:
+        return
+    bound = it.bound
+    if bound is None or bound.dim_of is None or (bound.k, bound.const, bound.dim) != (0, 0, 1):
+        return
+    stacked = set(node.outputs[len(it.states):])  # scan outputs, then buffers written one row per step
+    stacked |= {s.final for s in it.states if (row := buffer_row(s, it.index, bound)) is not None and not row[1]}
+    for old, new in zip(used, results):
+        if old in stacked:
+            new.meta[DIM_ROOTS] = {0: dim_root(bound.dim_of)}
 
 
 def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Value], shifted: bool,

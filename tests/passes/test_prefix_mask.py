@@ -83,16 +83,16 @@ def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
-def test_stacked_masked_layers(kind: str) -> None:
+@pytest.mark.parametrize("name", ["tf_lstm_gru_embedding_mask_last", "tf_lstm_gru_embedding_mask_last_run_time_length"])
+def test_stacked_masked_layers(name: str, kind: str) -> None:
     """Embedding(mask_zero=True) -> LSTM(return_sequences) -> GRU, the mask passed on: the GRU's loop reads the
-    LSTM's loop's output, whose static length the IR declares; each loop gets its If, and the fused branches run where
-    the masks are prefixes (and, for the GRU's last output, suffixes)."""
-    name = "tf_lstm_gru_embedding_mask_last"
+    LSTM's output (the If's), whose length is the IR's static one or, over a run-time length, the one recorded
+    for the If's output (the token ids' axis); each loop gets its If, and the fused branches run where the masks are
+    prefixes (and, for the GRU's last output, suffixes)."""
     inputs = _inputs(name, kind)
     proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
-    lstm_if, gru_if = (n for n in proto.graph.node if n.op_type == "If")
-    assert count_ops(_branches(lstm_if)["then_branch"], "LSTM") == 1
-    assert count_ops(_branches(gru_if)["then_branch"], "GRU") == 1
+    ifs = [n for n in proto.graph.node if n.op_type == "If"]
+    lstm_if, gru_if = (next(n for n in ifs if count_ops(_branches(n)["then_branch"], op) == 1) for op in ("LSTM", "GRU"))
     assert count_loops(proto) == 2 and count_ops(proto, "LSTM") == 1
     probe = onnx.ModelProto()
     probe.CopyFrom(proto)
