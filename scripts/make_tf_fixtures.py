@@ -217,6 +217,10 @@ CASES.update({
         keras.layers.LSTM(H, return_sequences=True)(e))),
     "lstm_gru_embedding_mask_last_run_time_length": _embedded(lambda: lambda e: keras.layers.GRU(H)(
         keras.layers.LSTM(H, return_sequences=True)(e)), steps=None),
+    # Bidirectional's sequence output is zero at masked steps (zero_output_for_mask); its backward layer reads the
+    # flipped sequence (padding first)
+    "bidirectional_lstm_gru_embedding_mask_last_run_time_length": _embedded(lambda: lambda e: keras.layers.GRU(H)(
+        keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))(e)), steps=None),
 })
 
 

@@ -171,6 +171,9 @@ def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
             return kept[axis] if axis < len(kept) else None
         out = {a % (rank + len(axes)) for a in axes}
         return None if axis in out else axis - sum(a < axis for a in out)
+    if op == "Concat":  # the axes it does not join have every input's size
+        rank = rank_of(v)
+        return axis if rank is not None and axis != int(attr(node, "axis", 0)) % rank else None  # type: ignore[arg-type]
     if op == "Reshape":  # a 0 in the new shape copies the input's dim at that axis
         shape = const_ints(input_at(node, 1))
         ok = shape is not None and axis < len(shape) and shape[axis] == 0 and not attr(node, "allowzero", 0)

@@ -126,10 +126,10 @@ def _same_start(s: State, other: State | None) -> bool:
     """Both states start from one value: the same one, or zeros (broadcast, through reshapes) both."""
     if other is None:
         return False
-    return s.init is other.init or (_zeros(s.init) and _zeros(other.init))
+    return s.init is other.init or (all_zeros(s.init) and all_zeros(other.init))
 
 
-def _zeros(v: ir.Value) -> bool:
+def all_zeros(v: ir.Value) -> bool:
     """v is all zeros: a constant, or one broadcast to a run-time shape (Expand), through reshapes."""
     v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity")  # type: ignore[assignment]
     ex = producer(v, "Expand")
@@ -231,7 +231,7 @@ class _Mask:
         if previous is not None:
             ok = kept is not None and view_root(kept)[0] is previous
         else:
-            ok = kept is not None and _zeros(kept)
+            ok = kept is not None and all_zeros(kept)
         if not ok or new is None:
             return v
         if self.cond is None:

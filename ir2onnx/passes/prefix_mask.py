@@ -3,7 +3,8 @@ only last values are read, a suffix.
 
 OpenVINO's TensorFlow frontend writes a masked Keras LSTM/GRU as a Loop whose body keeps its states where the step's
 mask is false: Where(mask[t], new, previous) for the hidden state, the cell state and the output carried for the
-layer's last output. No ONNX recurrent node computes that for every mask (a masked step in the middle of a row keeps
+layer's last output (or Where(mask[t], new, 0) for a sequence output that is zero at masked steps, as in
+Bidirectional). No ONNX recurrent node computes that for every mask (a masked step in the middle of a row keeps
 the state, then the row goes on). Where every row's mask is true up to some length and false after it (sequences
 padded at the end, or not padded), it is what an LSTM/GRU with sequence_lens computes, the lengths being the mask's
 row sums: the body then reads as TensorFlow 1's dynamic_rnn(sequence_length) form, Where(t >= lens, previous, new),
@@ -29,7 +30,7 @@ from collections.abc import Iterable
 import onnx_ir as ir
 
 from ir2onnx.passes.full_lengths import DIM_ROOTS, dim_root
-from ir2onnx.passes.fuse_rnn import fuse_loop
+from ir2onnx.passes.fuse_rnn import all_zeros, fuse_loop
 from ir2onnx.passes.fuse_rnn_loops import analyse_loop, buffer_row, loop_iterations
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
@@ -66,7 +67,8 @@ class PrefixMaskPass(ir.passes.InPlacePass):
 
 def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
     """(the outer mask sequence M, the step index t, the Where nodes) when the body's Wheres select by M[t] between a
-    new value and a carried one (Where(M[t], new, previous)), and M[t] is read by nothing else."""
+    new value and a carried one (Where(M[t], new, previous)) or zeros (a per-step output zero at masked steps: Keras'
+    zero_output_for_mask, as in Bidirectional), and M[t] is read by nothing else."""
     for n in body:
         if n.op_type != "Where" or n.inputs[0] is None:
             continue
@@ -76,7 +78,8 @@ def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
                 or int(read.attributes["axis"].value if "axis" in read.attributes else 0) != 0:
             continue
         users = [u for u, _ in m.uses()]
-        if any(u.op_type != "Where" or u.inputs[0] is not m or u.inputs[2] not in body.inputs[2:] for u in users) \
+        if any(u.op_type != "Where" or u.inputs[0] is not m or u.inputs[2] is None
+               or (u.inputs[2] not in body.inputs[2:] and not all_zeros(u.inputs[2])) for u in users) \
                 or any(i != 0 for _, i in m.uses()):
             raise NoMatch("the step's mask is read otherwise than to keep carried values")
         return read.inputs[0], read.inputs[1], users

@@ -102,6 +102,26 @@ def test_stacked_masked_layers(name: str, kind: str) -> None:
     assert taken == [kind in ("prefix", "none")] * 2
 
 
+@pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
+def test_bidirectional_sequence_zero_past_the_mask(kind: str) -> None:
+    """Embedding(mask_zero=True) -> Bidirectional(LSTM(return_sequences)) -> GRU over a run-time length: the
+    forward layer's sequence output is zero at masked steps (Where(mask, h, 0)), what the fused LSTM's Y holds past
+    a row's length; the backward layer reads the flipped sequence (padding first, its per-step output read) and stays
+    a loop; the GRU reads the two joined on their last axis and fuses. Equal to OpenVINO for each kind of mask."""
+    name = "tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length"
+    inputs = _inputs(name, kind)
+    proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
+    ifs = [n for n in proto.graph.node if n.op_type == "If"]
+    lstm_if, gru_if = (next(n for n in ifs if count_ops(_branches(n)["then_branch"], op) == 1) for op in ("LSTM", "GRU"))
+    assert count_ops(proto, "LSTM") == 1 and count_loops(proto) == 3  # the backward loop, two in else-branches
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)
+    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None)
+                              for n in (lstm_if, gru_if))
+    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-2:]]
+    assert taken == [kind in ("prefix", "none")] * 2
+
+
 def _branches(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
     return {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
 
