@@ -72,54 +72,38 @@ def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
         loops = branches["else_branch"]
     assert count_ops(branches["then_branch"], op) == 1 and count_loops(branches["then_branch"]) == 0
     assert [n.op_type for n in loops.node if n.op_type == "Loop"] == ["Loop"]
-    probe = onnx.ModelProto()
-    probe.CopyFrom(proto)  # the Ifs' conditions as outputs: the branches these inputs take
-    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None) for n in ifs)
-    inputs = _inputs(name, kind)
-    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-len(ifs):]]
+    taken = _taken(proto, ifs, _inputs(name, kind))
     assert taken[0] == (kind in ("prefix", "none"))
     if front and not taken[0]:
         assert taken[1] == (kind == "suffix")
 
 
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
-@pytest.mark.parametrize("name", ["tf_lstm_gru_embedding_mask_last", "tf_lstm_gru_embedding_mask_last_run_time_length"])
-def test_stacked_masked_layers(name: str, kind: str) -> None:
+@pytest.mark.parametrize(("name", "loops"), [("tf_lstm_gru_embedding_mask_last", 2),
+                                             ("tf_lstm_gru_embedding_mask_last_run_time_length", 2),
+                                             ("tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length", 3)])
+def test_stacked_masked_layers(name: str, loops: int, kind: str) -> None:
     """Embedding(mask_zero=True) -> LSTM(return_sequences) -> GRU, the mask passed on: the GRU's loop reads the
     LSTM's output (the If's), whose length is the IR's static one or, over a run-time length, the one recorded
     for the If's output (the token ids' axis); each loop gets its If, and the fused branches run where the masks are
-    prefixes (and, for the GRU's last output, suffixes)."""
+    prefixes (and, for the GRU's last output, suffixes). With Bidirectional(LSTM(return_sequences)) first: the
+    forward layer's sequence output is zero at masked steps (Where(mask, h, 0)), what the fused LSTM's Y holds past a
+    row's length; the backward layer reads the flipped sequence (padding first, its per-step output read) and stays a
+    loop (the third); the GRU reads the two joined on their last axis. Equal to OpenVINO for each kind of mask."""
     inputs = _inputs(name, kind)
     proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
     ifs = [n for n in proto.graph.node if n.op_type == "If"]
     lstm_if, gru_if = (next(n for n in ifs if count_ops(_branches(n)["then_branch"], op) == 1) for op in ("LSTM", "GRU"))
-    assert count_loops(proto) == 2 and count_ops(proto, "LSTM") == 1
-    probe = onnx.ModelProto()
-    probe.CopyFrom(proto)
-    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None)
-                              for n in (lstm_if, gru_if))
-    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-2:]]
-    assert taken == [kind in ("prefix", "none")] * 2
+    assert count_loops(proto) == loops and count_ops(proto, "LSTM") == 1  # loops: the else-branches' (+ backward)
+    assert _taken(proto, [lstm_if, gru_if], inputs) == [kind in ("prefix", "none")] * 2
 
 
-@pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
-def test_bidirectional_sequence_zero_past_the_mask(kind: str) -> None:
-    """Embedding(mask_zero=True) -> Bidirectional(LSTM(return_sequences)) -> GRU over a run-time length: the
-    forward layer's sequence output is zero at masked steps (Where(mask, h, 0)), what the fused LSTM's Y holds past
-    a row's length; the backward layer reads the flipped sequence (padding first, its per-step output read) and stays
-    a loop; the GRU reads the two joined on their last axis and fuses. Equal to OpenVINO for each kind of mask."""
-    name = "tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length"
-    inputs = _inputs(name, kind)
-    proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
-    ifs = [n for n in proto.graph.node if n.op_type == "If"]
-    lstm_if, gru_if = (next(n for n in ifs if count_ops(_branches(n)["then_branch"], op) == 1) for op in ("LSTM", "GRU"))
-    assert count_ops(proto, "LSTM") == 1 and count_loops(proto) == 3  # the backward loop, two in else-branches
+def _taken(proto: onnx.ModelProto, ifs: list[onnx.NodeProto], inputs: list[np.ndarray]) -> list[bool]:
+    """Whether each of these Ifs takes its then-branch on `inputs` (their conditions as outputs)."""
     probe = onnx.ModelProto()
     probe.CopyFrom(proto)
-    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None)
-                              for n in (lstm_if, gru_if))
-    taken = [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-2:]]
-    assert taken == [kind in ("prefix", "none")] * 2
+    probe.graph.output.extend(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.BOOL, None) for n in ifs)
+    return [bool(v.all()) for v in run_onnxruntime(probe, {probe.graph.input[0].name: inputs[0]})[-len(ifs):]]
 
 
 def _branches(node: onnx.NodeProto) -> dict[str, onnx.GraphProto]:
