@@ -163,7 +163,8 @@ def _record_lengths(node: ir.Node, used: list[ir.Value], results: Iterable[ir.Va
     bound = it.bound
     if bound is None or bound.dim_of is None or (bound.k, bound.const, bound.dim) != (0, 0, 1):
         return
-    stacked = set(node.outputs[len(it.states):])  # scan outputs, then buffers written one row per step
+    # scan outputs (one row per iteration run: when the loop may stop early, fewer), then buffers of one row per step
+    stacked = set(node.outputs[len(it.states):]) if it.capped_by is None else set()
     stacked |= {s.final for s in it.states if (row := buffer_row(s, it.index, bound)) is not None and not row[1]}
     for old, new in zip(used, results):
         if old in stacked:
