@@ -157,6 +157,8 @@ def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
     op = node.op_type
     if op in UNARY_ELEMENTWISE:
         return axis if len(node.inputs) == 1 else None
+    if op == "ReverseSequence":  # the input's shape
+        return axis
     if op == "Transpose":
         rank = rank_of(v)
         return transpose_perm(node, rank)[axis] if rank is not None and axis < rank else None

@@ -11,8 +11,11 @@ row sums: the body then reads as TensorFlow 1's dynamic_rnn(sequence_length) for
 which the recurrent fusion takes (a row's sequence output past its length holds its last value, as Keras does).
 Where every row's mask is false up to some step and true after it (padded at the front: Keras' pad_sequences
 default) and nothing reads a per-step output, the same node over the rows rolled to start with their first kept
-step gives the same final states. So the loop becomes an If on "prefixes" (and a step to run): the fused node; else an
-If on "suffixes" (when it applies): the node over the rolled rows; else the loop itself (holes).
+step gives the same final states; a per-step output that is zero at masked steps is that node's output rolled back
+(zero past a row's length: at the front once rolled back), which Bidirectional's backward layer needs (it reads the
+flipped sequence, so padding at the end comes first). So the loop becomes an If on "prefixes" (and a step to run):
+the fused node; else an If on "suffixes" (when it applies): the node over the rolled rows; else the loop itself
+(holes).
 
 A masked layer reading another's sequence output (stacked layers, the mask passed on) reads the If's output: the
 loop's length, when it is a run-time dim, is recorded on it (full_lengths.DIM_ROOTS) for the next loop's bound.
@@ -41,6 +44,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     producer,
     redirect,
     shape_of,
+    view_root,
 )
 from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
 
@@ -208,13 +212,22 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
     assert read is not None and not read.outputs[0].uses()
     body.remove(read, safe=True)  # the mask's own step read: the fusion allows one read of a sequence per step
     graph.outputs.extend(copy.outputs[o.index()] for o in used)  # type: ignore[index]
+    per_step: list[int] = []  # positions in graph.outputs of per-step outputs, to roll back after the fusion
     if shifted:
         view = analyse_loop(copy)
+        rows = {o.outer: o.body_out for o in view.outputs if o.axis == 0 and not o.reverse}
+        rows |= {b.state.final: b.row for b in view.buffers if not b.last}
         stacked = {o.outer for o in view.outputs} | {b.state.final for b in view.buffers if not b.last}
-        if any(copy.outputs[o.index()] in stacked for o in used):  # type: ignore[index]
-            raise NoMatch("a per-step output is read (its padding would be at the front)")
+        zeroed = {w.outputs[0] for w in wheres if all_zeros(w.inputs[1])}  # (swapped above) zero at masked steps
+        for i, out in enumerate(graph.outputs):
+            if out in stacked:
+                if out not in rows or view_root(rows[out])[0] not in zeroed:
+                    raise NoMatch("a per-step output is read that is not zero at masked steps (padding at the front)")
+                per_step.append(i)
         _roll_reads(em, graph, copy, body, step, lens)
     fuse_loop(copy, em.root, em.names)  # NoMatch: the loop stays, nothing of the copy is kept
+    if per_step:
+        _roll_back(em, graph, per_step, lens)
     if lens_t is not lens:
         _skip_round_trip(lens, lens_t)
     if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
@@ -268,17 +281,31 @@ def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, ste
     sub = Subgraph(em)
     for n in reads:
         seq = n.inputs[0]
-        rank = len(shape_of(seq) or ())
-        if rank < 2:
+        if len(shape_of(seq) or ()) < 2:
             raise NoMatch("a per-step read of unknown rank")
-        total = sub.op1("Shape", [seq], {"start": 0, "end": 1})  # [1]
-        t = sub.unsqueeze(sub.arange(sub.squeeze(total, [0])), [1])  # [T, 1]
-        start = sub.op1("Sub", [total, lens])  # [B]: the row's first kept step
-        index = sub.op1("Mod", [sub.op1("Add", [t, sub.unsqueeze(start, [0])]), total])  # [T, B]
-        batch = sub.squeeze(sub.op1("Shape", [seq], {"start": 1, "end": 2}), [0])
-        flat = sub.op1("Add", [sub.op1("Mul", [index, batch]), sub.arange(batch)])  # rows of seq as [T * B, ...]
-        rows = sub.op1("Gather", [sub.op1("Flatten", [seq], {"axis": 2}), flat], {"axis": 0})  # whole rows
-        rolled = sub.op1("Reshape", [rows, sub.op1("Shape", [seq])])
-        rolled.type, rolled.shape = seq.type, seq.shape
-        n.replace_input_with(0, rolled)
+        n.replace_input_with(0, _rolled(sub, seq, lens, back=False))
     graph.insert_before(loop, sub.nodes)
+
+
+def _roll_back(em: Emitter, graph: ir.Graph, positions: list[int], lens: ir.Value) -> None:
+    """The fused node's per-step outputs over the rolled rows, rolled back: row b's step t is out[(t + lens[b]) mod T,
+    b], zero where t < T - lens[b] (the node's output past a row's length), as the loop's output is at masked steps."""
+    sub = Subgraph(em)
+    for i in positions:
+        out = graph.outputs[i]
+        graph.outputs[i] = _rolled(sub, out, lens, back=True)
+    graph.extend(sub.nodes)
+
+
+def _rolled(sub: Subgraph, seq: ir.Value, lens: ir.Value, back: bool) -> ir.Value:
+    """seq [T, B, ...] with each row's steps rotated: by T - lens[b] to put its kept steps first, or `back`."""
+    total = sub.op1("Shape", [seq], {"start": 0, "end": 1})  # [1]
+    t = sub.unsqueeze(sub.arange(sub.squeeze(total, [0])), [1])  # [T, 1]
+    shift = lens if back else sub.op1("Sub", [total, lens])  # [B]
+    index = sub.op1("Mod", [sub.op1("Add", [t, sub.unsqueeze(shift, [0])]), total])  # [T, B]
+    batch = sub.squeeze(sub.op1("Shape", [seq], {"start": 1, "end": 2}), [0])
+    flat = sub.op1("Add", [sub.op1("Mul", [index, batch]), sub.arange(batch)])  # rows of seq as [T * B, ...]
+    rows = sub.op1("Gather", [sub.op1("Flatten", [seq], {"axis": 2}), flat], {"axis": 0})  # whole rows
+    rolled = sub.op1("Reshape", [rows, sub.op1("Shape", [seq])])
+    rolled.type, rolled.shape = seq.type, seq.shape
+    return rolled

@@ -79,23 +79,32 @@ def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
-@pytest.mark.parametrize(("name", "loops"), [("tf_lstm_gru_embedding_mask_last", 2),
-                                             ("tf_lstm_gru_embedding_mask_last_run_time_length", 2),
-                                             ("tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length", 3)])
-def test_stacked_masked_layers(name: str, loops: int, kind: str) -> None:
+@pytest.mark.parametrize(("name", "loops", "lstms"), [
+    ("tf_lstm_gru_embedding_mask_last", 2, 1),
+    ("tf_lstm_gru_embedding_mask_last_run_time_length", 2, 1),
+    ("tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length", 3, 4)])
+def test_stacked_masked_layers(name: str, loops: int, lstms: int, kind: str) -> None:
     """Embedding(mask_zero=True) -> LSTM(return_sequences) -> GRU, the mask passed on: the GRU's loop reads the
     LSTM's output (the If's), whose length is the IR's static one or, over a run-time length, the one recorded
-    for the If's output (the token ids' axis); each loop gets its If, and the fused branches run where the masks are
-    prefixes (and, for the GRU's last output, suffixes). With Bidirectional(LSTM(return_sequences)) first: the
-    forward layer's sequence output is zero at masked steps (Where(mask, h, 0)), what the fused LSTM's Y holds past a
-    row's length; the backward layer reads the flipped sequence (padding first, its per-step output read) and stays a
-    loop (the third); the GRU reads the two joined on their last axis. Equal to OpenVINO for each kind of mask."""
+    for the If's output (the token ids' axis); each loop gets its If (the loop stays in its last else-branch), and
+    the fused branches run where the masks are prefixes (and, for the GRU's last output, suffixes).
+    With Bidirectional(LSTM(return_sequences)) first, both layers' sequence outputs are zero at masked steps
+    (Where(mask, h, 0)): what the fused LSTM's Y holds past a row's length, so masks padded at the front fuse too
+    (the node over the rolled rows, its output rolled back); the backward layer reads the flipped sequence, so its
+    prefix branch runs for masks padded at the front and its suffix branch for those padded at the end. The GRU reads
+    the two joined on their last axis. Equal to OpenVINO for each kind of mask."""
     inputs = _inputs(name, kind)
     proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
+    assert count_loops(proto) == loops and count_ops(proto, "LSTM") == lstms
     ifs = [n for n in proto.graph.node if n.op_type == "If"]
-    lstm_if, gru_if = (next(n for n in ifs if count_ops(_branches(n)["then_branch"], op) == 1) for op in ("LSTM", "GRU"))
-    assert count_loops(proto) == loops and count_ops(proto, "LSTM") == 1  # loops: the else-branches' (+ backward)
-    assert _taken(proto, [lstm_if, gru_if], inputs) == [kind in ("prefix", "none")] * 2
+    masked = [n for n in ifs if any(count_ops(_branches(n)["then_branch"], op) for op in ("LSTM", "GRU"))]
+    assert len(masked) == loops
+    flipped = ["backward" in n.name for n in masked]
+    assert _taken(proto, masked, inputs) == [kind in (("suffix", "none") if f else ("prefix", "none")) for f in flipped]
+    if any(flipped) and kind == "prefix":  # the backward layer's masks are padded at the front
+        backward = masked[flipped.index(True)]
+        inner = next(n for n in _branches(backward)["else_branch"].node if n.op_type == "If")
+        assert _taken(proto, [inner], inputs) == [True]
 
 
 def _taken(proto: onnx.ModelProto, ifs: list[onnx.NodeProto], inputs: list[np.ndarray]) -> list[bool]:
