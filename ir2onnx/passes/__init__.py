@@ -29,6 +29,7 @@ from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 from ir2onnx.passes.state_layout import CarriedLayoutPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
+from ir2onnx.passes.unused_initializers import RemoveUnusedSubgraphInitializersPass
 
 DEFAULT_PASSES = (
     FullScatterPass,  # a ScatterND overwriting every row of a fresh buffer with one tensor's rows is that tensor
@@ -48,6 +49,7 @@ DEFAULT_PASSES = (
     ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes; bidirectional ones split
     GRUAsScanPass,  # at larger batches onnxruntime's GRU kernel is slower than a Scan over Gemm + gate arithmetic
     RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
+    RemoveUnusedSubgraphInitializersPass,  # bodies' and branches' initializers nothing reads any more
     NameFixPass,  # new values get names unique across the model
 )
 
