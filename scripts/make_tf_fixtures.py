@@ -173,12 +173,8 @@ CASES.update({
 })
 
 
-def _seq2seq(batch: int | None) -> Callable[[], Built]:
-    """An encoder LSTM's final h and c (return_state) as a decoder LSTM's initial state, on a second input."""
-    return lambda: _encoder_decoder(batch)
-
-
 def _encoder_decoder(batch: int | None) -> Built:
+    """An encoder LSTM's final h and c (return_state) as a decoder LSTM's initial state, on a second input."""
     enc, dec = keras.Input((T, I), batch_size=batch, name="x"), keras.Input((T - 2, I), batch_size=batch, name="y")
     _, h, c = keras.layers.LSTM(H, return_state=True)(enc)
     model = keras.Model([enc, dec], keras.layers.LSTM(H, return_sequences=True)(dec, initial_state=[h, c]))
@@ -187,8 +183,8 @@ def _encoder_decoder(batch: int | None) -> Built:
     return ov.convert_model(model), inputs, _flat(model(inputs))
 
 
-CASES["lstm_seq2seq"] = _seq2seq(None)
-CASES["lstm_seq2seq_static_batch"] = _seq2seq(B)  # OpenVINO's CPU plugin fails on its IR
+CASES["lstm_seq2seq"] = lambda: _encoder_decoder(None)
+CASES["lstm_seq2seq_static_batch"] = lambda: _encoder_decoder(B)  # OpenVINO's CPU plugin fails on its IR
 
 
 def _embedded(layer_fn: Callable[[], Callable[[object], object]], vocab: int = 20,

@@ -119,14 +119,21 @@ def dim_root(dim: Dim) -> Dim:
         node = v.producer()
         if node is None or not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
             break
-        if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
-            v = like  # Reshape(x, Shape(like)): like's dims
-            continue
-        moved = _gather_axis(node, axis) if node.op_type == "Gather" else (0, _axis_in_input(node, v, axis))
-        if moved is None or moved[1] is None or node.inputs[moved[0]] is None:
+        source = _axis_source(node, v, axis)
+        if source is None:
             break
-        v, axis = node.inputs[moved[0]], moved[1]  # type: ignore[assignment]
+        v, axis = source
     return v, axis
+
+
+def _axis_source(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
+    """(input value, axis) of `node` that has the size of `axis` of its output `v`, when there is one."""
+    if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
+        return like, axis  # Reshape(x, Shape(like)): like's dims
+    if node.op_type == "Gather":
+        return _gather_axis(node, axis)
+    moved = _axis_in_input(node, v, axis)
+    return None if moved is None else (node.inputs[0], moved)  # type: ignore[return-value]
 
 
 def _shape_of_whole(shape: ir.Value | None) -> ir.Value | None:
@@ -138,18 +145,19 @@ def _shape_of_whole(shape: ir.Value | None) -> ir.Value | None:
     return node.inputs[0]
 
 
-def _gather_axis(node: ir.Node, axis: int) -> tuple[int, int] | None:
-    """(input, axis) of a Gather that has the size of its output's `axis`: the data's axes around the gathered one,
-    the indices' axes in its place."""
-    data, indices = rank_of(node.inputs[0]), rank_of(input_at(node, 1))
-    if data is None or indices is None or data == 0:
+def _gather_axis(node: ir.Node, axis: int) -> Dim | None:
+    """The Gather's data or indices axis that has the size of its output's `axis`: the data's axes around the
+    gathered one, the indices' axes in its place."""
+    data, indices = node.inputs[0], input_at(node, 1)
+    data_rank, indices_rank = rank_of(data), rank_of(indices)
+    if data is None or indices is None or not data_rank or indices_rank is None:
         return None
-    at = int(attr(node, "axis", 0)) % data  # type: ignore[arg-type]
+    at = int(attr(node, "axis", 0)) % data_rank  # type: ignore[arg-type]
     if axis < at:
-        return 0, axis
-    if axis < at + indices:
-        return 1, axis - at
-    return 0, axis - indices + 1
+        return data, axis
+    if axis < at + indices_rank:
+        return indices, axis - at
+    return data, axis - indices_rank + 1
 
 
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:

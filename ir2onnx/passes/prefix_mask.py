@@ -215,13 +215,13 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
     per_step: list[int] = []  # positions in graph.outputs of per-step outputs, to roll back after the fusion
     if shifted:
         view = analyse_loop(copy)
-        rows = {o.outer: o.body_out for o in view.outputs if o.axis == 0 and not o.reverse}
+        # the per-step outputs and their body values (None: stacked otherwise than forward on axis 0)
+        rows = {o.outer: o.body_out if o.axis == 0 and not o.reverse else None for o in view.outputs}
         rows |= {b.state.final: b.row for b in view.buffers if not b.last}
-        stacked = {o.outer for o in view.outputs} | {b.state.final for b in view.buffers if not b.last}
         zeroed = {w.outputs[0] for w in wheres if all_zeros(w.inputs[1])}  # (swapped above) zero at masked steps
         for i, out in enumerate(graph.outputs):
-            if out in stacked:
-                if out not in rows or view_root(rows[out])[0] not in zeroed:
+            if out in rows:
+                if rows[out] is None or view_root(rows[out])[0] not in zeroed:  # type: ignore[arg-type]
                     raise NoMatch("a per-step output is read that is not zero at masked steps (padding at the front)")
                 per_step.append(i)
         _roll_reads(em, graph, copy, body, step, lens)
