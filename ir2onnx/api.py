@@ -18,6 +18,7 @@ from ir2onnx.convert.validate_onnx import validate_model
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
+from ir2onnx.passes.empty_rnn import GuardEmptyRecurrentPass
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
@@ -37,6 +38,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
                 fuse_recurrent(out)
             if optimize:
                 apply_default_passes(out, fuse=fuse)
+            GuardEmptyRecurrentPass()(out)  # not an optimisation: onnxruntime crashes on some empty inputs
             layer_map.refresh(out)  # passes may have removed values
             validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
             passed = True
@@ -46,6 +48,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
                         "fusion or optimisations", type(e).__name__, first)
             out = convert_ir(model, weights, opset)  # the plain translation, the reference the passes preserve
     if not passed:
+        GuardEmptyRecurrentPass()(out)
         layer_map.refresh(out)
         validate_model(out)  # a translation defect: its own error, which names the layer
     # keep the weights' memory map alive as long as the model that views it

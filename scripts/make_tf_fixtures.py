@@ -220,6 +220,45 @@ CASES.update({
 })
 
 
+def _keras2(layer_fn: Callable[[object], list[object]], masked: bool = False,
+            shape: tuple[int | None, ...] = (T, I)) -> Callable[[], Built]:
+    """A Keras 2 (tf_keras) model saved as a SavedModel, as models of TensorFlow before Keras 3 were: its layers
+    loop through `backend.rnn` (the sequence and the mask read as sliced Loop inputs, the last output a Result
+    without back edge) rather than Keras 3's TensorLists. `layer_fn(layers)`: the layers to run one after another;
+    weights random (Keras 2 starts biases at zero, which OpenVINO then drops); `masked` as in _rnn."""
+    def build() -> Built:
+        import tf_keras
+
+        inp = tf_keras.Input(shape, name="x")
+        out = inp
+        for layer in layer_fn(tf_keras.layers):
+            out = layer(out)
+        model = tf_keras.Model(inp, out)
+        rng = np.random.default_rng(0)
+        for w in model.weights:
+            w.assign(rng.uniform(-0.5, 0.5, w.shape).astype(np.float32))
+        x = rng.standard_normal((B, *(T if d is None else d for d in shape))).astype(np.float32)
+        if masked:
+            x[0, -2:] = 0
+            x[1, 2] = 0
+        with tempfile.TemporaryDirectory() as d:
+            model.save(d, save_format="tf")
+            return ov.convert_model(d), [x], _flat(model(x))
+    return build
+
+
+CASES.update({
+    "keras2_lstm_last_run_time_length": _keras2(lambda L: [L.LSTM(H)], shape=(None, I)),
+    "keras2_gru_run_time_length": _keras2(lambda L: [L.GRU(H, return_sequences=True)], shape=(None, I)),
+    "keras2_gru_reset_before": _keras2(lambda L: [L.GRU(H, reset_after=False)]),
+    "keras2_lstm_masking_last": _keras2(lambda L: [L.Masking(0.0), L.LSTM(H)], masked=True),
+    "keras2_lstm_masking_seq_run_time_length": _keras2(lambda L: [L.Masking(0.0), L.LSTM(H, return_sequences=True)],
+                                                       masked=True, shape=(None, I)),
+    "keras2_bidirectional_gru_masking_seq": _keras2(
+        lambda L: [L.Masking(0.0), L.Bidirectional(L.GRU(H, return_sequences=True))], masked=True),
+})
+
+
 def _tflite(layer_fn: Callable[[], keras.layers.Layer], batch: int = B) -> Callable[[], Built]:
     """The Keras layer converted to TensorFlow Lite (its loop a WHILE over subgraphs, the output TensorList written
     by slicing and concatenating; at batch 1 the step computed on flattened vectors), then by OpenVINO's TensorFlow

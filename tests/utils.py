@@ -120,6 +120,20 @@ def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
     return sum(n.op_type == op_type for n in all_nodes(proto))
 
 
+def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
+    """The graph, or for a GRU/LSTM behind the If that keeps empty inputs from it (passes/empty_rnn.py), its
+    then-branch (checked: the If is the graph's last node, its else-branch has no recurrent node)."""
+    last = graph.node[-1] if graph.node else None
+    if last is None or last.op_type != "If":
+        return graph
+    branches = {a.name: a.g for a in last.attribute if a.type == onnx.AttributeProto.GRAPH}
+    inner = [n.op_type for n in branches["then_branch"].node]
+    if inner not in (["GRU"], ["LSTM"]):
+        return graph
+    assert not {n.op_type for n in branches["else_branch"].node} & {"GRU", "LSTM", "RNN", "Loop", "Scan"}
+    return branches["then_branch"]
+
+
 def gru_dispatches(proto: onnx.ModelProto) -> int:
     """The If nodes of the main graph that run a GRU as a Scan at large batches and as itself below
     (passes/gru_scan.py), each checked: its else-branch the lone GRU node, its then-branch one Scan whose body starts
@@ -127,7 +141,7 @@ def gru_dispatches(proto: onnx.ModelProto) -> int:
     found = 0
     for node in proto.graph.node:
         branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-        if node.op_type != "If" or [n.op_type for n in branches["else_branch"].node] != ["GRU"]:
+        if node.op_type != "If" or [n.op_type for n in unguarded(branches["else_branch"]).node] != ["GRU"]:
             continue
         scans = [n for n in branches["then_branch"].node if n.op_type == "Scan"]
         assert len(scans) == 1 and count_ops(branches["then_branch"], "GRU") == 0

@@ -17,7 +17,7 @@ from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.gru_scan import GRUAsScanPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
-from ir2onnx.passes.lift_inputs import LiftLoopInputsPass
+from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.loop_utils import LOOP_OPS
 from ir2onnx.passes.prefix_mask import PrefixMaskPass
@@ -69,7 +69,8 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
     LiftLoopInputsPass, have moved that work out (the reads left behind removed): fusion is tried after each. Sinking
     comes first: a cell spelled out with its input projection matches only while the projection is in the body.
     This runs before the other passes (RNNAsScanPass lowers the one-step RNN of a body, which would hide the cell)."""
-    for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass, SplitStackedCellsPass),
+    for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass, SplitStackedCellsPass,
+                   SliceReadsAsGathersPass),
                   (LiftLoopInputsPass,)):
         if not any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
             return

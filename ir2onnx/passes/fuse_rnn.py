@@ -32,6 +32,7 @@ from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     NoMatch,
+    Subgraph,
     all_names,
     const_array,
     distinct_output,
@@ -116,6 +117,15 @@ def match_cell(view: LoopView, mask: _Mask | None = None) -> Cell:
     raise NoMatch("; ".join(dict.fromkeys(reasons)) or "no carried state")
 
 
+def _copied(view: LoopView, s: State, root: ir.Value) -> State | None:
+    """The other state whose new value `s` carries, reshaped (`root`: the root of s's new value, the other's new
+    value itself), when nothing in the body reads s's previous value (Keras 2's masked last output, a copy of its
+    masked output state): s's final value is that state's, reshaped, after any iteration."""
+    if s.body_in.uses():
+        return None
+    return next((o for o in view.states if o is not s and o.body_out is root), None)
+
+
 def _kept_state(view: LoopView, row: ir.Value) -> State | None:
     """The carried state whose new value `row` is (Keras' masked output, kept on masked steps), if any."""
     root, _ = view_root(row)
@@ -164,12 +174,17 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     h_state = _state_of(view, cell.h_in, "hidden state")
     c_state = _state_of(view, cell.c_in, "cell state")
     plan: list[tuple[State, str, str | None, list[ir.Node]]] = []  # (state, kind, form, glue)
+    copies: list[tuple[State, State, list[ir.Node]]] = []  # (state, the state it copies, glue)
     for s in view.states:
-        r, chain = view_root(mask.unmask(s.body_out, s.body_in))
+        r, chain = mask.root(s.body_out, s.body_in)
         if r is s.body_in and all(n.op_type == "Identity" for n in chain):  # carried through unchanged
             plan.append((s, "same", None, []))
             continue
         kind = "h" if r in cell.h_out else "c" if r in cell.c_out else None
+        src = _copied(view, s, r) if kind is None else None
+        if src is not None:
+            copies.append((s, src, chain))
+            continue
         if kind is None:  # another cell's state, that may read this one's output: computed first, outside
             _peel(Emitter(node, root, names), view, cell, h_state, c_state)
             return
@@ -183,7 +198,7 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]] = []
     for o in view.outputs:
         kept = _kept_state(view, o.body_out)
-        r, chain = view_root(mask.unmask(o.body_out, kept.body_in if kept is not None else None))
+        r, chain = mask.root(o.body_out, kept.body_in if kept is not None else None)
         if r not in cell.h_out:
             raise NoMatch(f"per-step output {o.body_out.name} is not the cell's new hidden state")
         rank = shape_of(o.body_out)
@@ -194,7 +209,7 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     lasts = []
     for b in view.buffers:
         kept = _kept_state(view, b.row)  # the last row of a masked state is its final value
-        r, chain = view_root(mask.unmask(b.row, kept.body_in if kept is not None else None))
+        r, chain = mask.root(b.row, kept.body_in if kept is not None else None)
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
         if b.last:
@@ -208,7 +223,9 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         raise NoMatch("masked steps over states without initial values")
     if view.capped_by is not None and view.capped_by is not through(mask.lens, "Cast"):
         raise NoMatch("the loop may stop before the sequence ends")
-    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens)
+    if any(all(p[0] is not src or p[1] not in ("h", "c") for p in plan) for _, src, _ in copies):
+        raise NoMatch("a carried value copies a state that is not the cell's")
+    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens, copies)
 
 
 class _Mask:
@@ -220,6 +237,12 @@ class _Mask:
         self.view = view
         self.cond: ir.Value | None = None
         self.lens: ir.Value | None = None
+
+    def root(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, list[ir.Node]]:
+        """view_root of v unmasked, the glue after the mask's Where kept (Keras 2 unsqueezes its masked output)."""
+        inner, outer = view_root(v)
+        r, chain = view_root(self.unmask(inner, previous))
+        return r, chain + outer
 
     def unmask(self, v: ir.Value, previous: ir.Value | None) -> ir.Value:
         """The new value `v` selects past the mask (previous: the state kept; None: zeros), else `v`."""
@@ -263,22 +286,33 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
 def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
           stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]],
-          lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None) -> None:
+          lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None,
+          copies: list[tuple[State, State, list[ir.Node]]] = ()) -> None:  # type: ignore[assignment]
     node = view.node
     x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
     held = _held(em, y, y_h) if lens is not None and any(s[6] for s in stacked) else y
     replacements: dict[ir.Value, ir.Value] = {}
     or_initial = _OrInitial(em, view, x)
+    ran: dict[int, ir.Value] = {}  # a state's (by id) final value once an iteration ran
+
+    def final_of(s: State, kind: str, form: str | None, chain: list[ir.Node]) -> ir.Value:
+        if id(s) not in ran:
+            base = y_h if kind == "h" else y_c
+            assert base is not None and form is not None
+            ran[id(s)] = em.replay(chain, _from(em, base, form, False), lifted=False)
+        return ran[id(s)]
+
+    planned = {id(p[0]): p for p in plan}
     for s, kind, form, chain in plan:
         if not _used(s.final):
             continue
         if kind == "same":
             replacements[s.final] = s.init
             continue
-        base = y_h if kind == "h" else y_c
-        assert base is not None and form is not None
-        final = em.replay(chain, _from(em, base, form, False), lifted=False)
-        replacements[s.final] = or_initial(final, s)
+        replacements[s.final] = or_initial(final_of(s, kind, form, chain), s)
+    for s, src, chain in copies:
+        if _used(s.final):
+            replacements[s.final] = or_initial(em.replay(chain, final_of(*planned[id(src)]), lifted=False), s)
     for outer, form, chain, flip, axis, rank, kept in stacked:
         if not _used(outer):
             continue
@@ -464,10 +498,20 @@ class _OrInitial:
     def __call__(self, final: ir.Value, s: State) -> ir.Value:
         if self.view.steps is not None:
             return final
+        em = self.em
         if self.nonempty is None:
-            length = self.em.op1("Shape", [self.x], {"start": 0, "end": 1})
-            self.nonempty = self.em.op1("Greater", [length, self.em.i64([0])])
-        return self.em.op1("Where", [self.nonempty, final, s.init])
+            length = em.op1("Shape", [self.x], {"start": 0, "end": 1})
+            self.nonempty = em.op1("Greater", [length, em.i64([0])])
+        init = s.init.const_value
+        if init is None or init.size:
+            return em.op1("Where", [self.nonempty, final, s.init])
+        # An empty initial value (the translation's zeros for a last value with run-time dims) has another shape
+        # than the final one, which a Where would broadcast: an If returns either as it is.
+        branches = {}
+        for key, v in (("then_branch", final), ("else_branch", s.init)):
+            g = Subgraph(em)
+            branches[key] = g.build([g.op1("Identity", [v])], hint=key)
+        return em.op1("If", [self.nonempty], branches)
 
 
 def _detach(node: ir.Node) -> None:

@@ -64,6 +64,10 @@ def _fold(n: ir.Node, index: int) -> np.ndarray | None:
     if op == "Constant":
         t = attr(n, "value")
         return None if t is None else t.numpy()  # type: ignore[attr-defined]
+    if op == "Shape":  # the dims it reads all known (a feature axis beside a run-time batch)
+        shape = shape_of(n.inputs[0])
+        dims = None if shape is None else shape[attr(n, "start", 0):attr(n, "end", None)]  # type: ignore[misc]
+        return None if dims is None or None in dims else np.array(dims, np.int64)
     ins = [const_array(i) if i is not None else None for i in n.inputs]
     if any(a is None for a, v in zip(ins, n.inputs) if v is not None):
         return None
@@ -318,6 +322,19 @@ def redirect(pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> 
             name, old.name = old.name, f"{old.name}/{suffix}"
             new.name = name
         old.replace_all_uses_with(new, replace_graph_outputs=True)
+
+
+def own_weights(graph: ir.Graph) -> None:
+    """Initializers of enclosing graphs that only `graph` (an If branch) reads become the branch's own: onnxruntime
+    prepacks an outer initializer read two If levels down no more (measured: a fused LSTM 1.4x slower)."""
+    for n in graph:
+        for v in n.inputs:
+            owner = v.graph if v is not None else None
+            if v is None or v.const_value is None or owner is None or owner is graph or not v.name \
+                    or owner.initializers.get(v.name) is not v or any(u.node.graph is not graph for u in v.uses()):
+                continue
+            del owner.initializers[v.name]
+            graph.register_initializer(v)
 
 
 def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:

@@ -53,6 +53,18 @@ class LiftLoopInputsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
+class SliceReadsAsGathersPass(ir.passes.InPlacePass):
+    """Only the first step of LiftLoopInputsPass: a Loop body's one-row Slice + Squeeze reads become Gathers (the
+    form the masked-loop rewrite reads a step's mask in, before the input projection leaves the body)."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for loop, body, _ in loops_innermost_first(model.graph):
+            if loop.op_type == "Loop":
+                modified |= _gathers_from_slices(body)
+        return ir.passes.PassResult(model, modified=modified)
+
+
 @dataclass
 class _Lifted:
     nodes: list[ir.Node]  # computing `value` from the whole input, in order

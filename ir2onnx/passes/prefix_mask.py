@@ -41,6 +41,8 @@ from ir2onnx.passes.fuse_rnn_util import (
     Subgraph,
     all_names,
     attr,
+    const_array,
+    own_weights,
     producer,
     redirect,
     shape_of,
@@ -212,7 +214,8 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
     assert read is not None and not read.outputs[0].uses()
     body.remove(read, safe=True)  # the mask's own step read: the fusion allows one read of a sequence per step
     graph.outputs.extend(copy.outputs[o.index()] for o in used)  # type: ignore[index]
-    per_step: list[int] = []  # positions in graph.outputs of per-step outputs, to roll back after the fusion
+    per_step: list[tuple[int, bool]] = []  # (position in graph.outputs, unit axis 1) of per-step outputs, to roll
+    # back after the fusion
     if shifted:
         view = analyse_loop(copy)
         # the per-step outputs and their body values (None: stacked otherwise than forward on axis 0)
@@ -223,7 +226,7 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
             if out in rows:
                 if rows[out] is None or view_root(rows[out])[0] not in zeroed:  # type: ignore[arg-type]
                     raise NoMatch("a per-step output is read that is not zero at masked steps (padding at the front)")
-                per_step.append(i)
+                per_step.append((i, _unit_row(rows[out])))  # type: ignore[arg-type]
         _roll_reads(em, graph, copy, body, step, lens)
     fuse_loop(copy, em.root, em.names)  # NoMatch: the loop stays, nothing of the copy is kept
     if per_step:
@@ -232,7 +235,7 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
         _skip_round_trip(lens, lens_t)
     if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
         raise NoMatch("the rewritten loop was fused only in part")
-    _own_weights(graph, em.root)
+    own_weights(graph)
 
 
 def _skip_round_trip(lens: ir.Value, lens_t: ir.Value) -> None:
@@ -259,18 +262,6 @@ def _copy(loop: ir.Node) -> ir.Node:
     return copy
 
 
-def _own_weights(graph: ir.Graph, root: ir.Graph) -> None:
-    """The fused node's weights (initializers of the main graph that only this branch reads) become the branch's
-    own: onnxruntime prepacks an outer initializer read two If levels down no more (measured: the LSTM 1.4x slower)."""
-    for n in graph:
-        for v in n.inputs:
-            if v is None or v.const_value is None or v.name not in root.initializers \
-                    or root.initializers[v.name] is not v or any(u.node.graph is not graph for u in v.uses()):
-                continue
-            del root.initializers[v.name]
-            graph.register_initializer(v)
-
-
 def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, step: ir.Value, lens: ir.Value) -> None:
     """The body's per-step reads Gather(seq, step) of outer [T, B, ...] sequences read, in `graph` before the loop,
     seq rolled per row by its padding: row b's step t is seq[(t + T - lens[b]) mod T, b] (its kept steps first)."""
@@ -287,13 +278,29 @@ def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, ste
     graph.insert_before(loop, sub.nodes)
 
 
-def _roll_back(em: Emitter, graph: ir.Graph, positions: list[int], lens: ir.Value) -> None:
+def _unit_row(row: ir.Value) -> bool:
+    """Whether a per-step row is [1, B, ...] (Keras 2's Unsqueeze of the masked output: stacked to [T, 1, B, ...])
+    rather than [B, ...]; NoMatch for other glue between the row and the masked value."""
+    _, chain = view_root(row)
+    chain = [n for n in chain if n.op_type != "Identity"]
+    if not chain:
+        return False
+    axes = const_array(chain[0].inputs[1]) if len(chain) == 1 and chain[0].op_type == "Unsqueeze" else None
+    if axes is None or [int(a) for a in axes.reshape(-1)] != [0]:
+        raise NoMatch("a per-step output reshaped otherwise than on a new first axis (padding at the front)")
+    return True
+
+
+def _roll_back(em: Emitter, graph: ir.Graph, positions: list[tuple[int, bool]], lens: ir.Value) -> None:
     """The fused node's per-step outputs over the rolled rows, rolled back: row b's step t is out[(t + lens[b]) mod T,
     b], zero where t < T - lens[b] (the node's output past a row's length), as the loop's output is at masked steps."""
     sub = Subgraph(em)
-    for i in positions:
+    for i, unit in positions:
         out = graph.outputs[i]
-        graph.outputs[i] = _rolled(sub, out, lens, back=True)
+        if unit:
+            graph.outputs[i] = sub.unsqueeze(_rolled(sub, sub.squeeze(out, [1]), lens, back=True), [1])
+        else:
+            graph.outputs[i] = _rolled(sub, out, lens, back=True)
     graph.extend(sub.nodes)
 
 

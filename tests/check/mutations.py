@@ -159,15 +159,17 @@ def _rename_uses(g: onnx.GraphProto, old: str, new: str, skip: onnx.NodeProto | 
 
 
 def _fused(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, onnx.NodeProto, int]:
-    """The first LSTM/GRU/RNN node that runs a whole sequence (not a single step inside a loop body): its graph,
-    index, node and sequence axis."""
-    for g in _graphs(model.graph):
-        if g is not model.graph:
-            continue
+    """The first LSTM/GRU/RNN node that runs a whole sequence (not a single step inside a loop body; in the main
+    graph or an If branch under it, as behind passes/empty_rnn.py's guard): its graph, index, node and sequence
+    axis."""
+    graphs = [model.graph]
+    for g in graphs:
         for i, n in enumerate(g.node):
             if n.op_type in ("LSTM", "GRU", "RNN"):
                 layout = _attr(n, "layout")
                 return g, i, n, 1 if layout is not None and layout.i == 1 else 0
+            if n.op_type == "If":
+                graphs += [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
     raise NotApplicable("no fused LSTM/GRU/RNN node")
 
 

@@ -258,7 +258,9 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_lite_lstm_seq": 1, "tf_lite_gru_seq": 1, "tf_lite_bidirectional_lstm": 2, "tf_lite_simple_rnn": 1,
              "tf_lite_lstm_seq_batch1": 1, "tf_lite_gru_last_batch1": 1,
              "tf_lstm_states": 1, "tf_gru_no_bias": 1, "tf_lstm_relu_no_bias": 1, "tf_bidirectional_lstm_sum": 2,
-             "tf_bidirectional_gru_unmerged": 2, "tf_lstm_seq2seq": 2}
+             "tf_bidirectional_gru_unmerged": 2, "tf_lstm_seq2seq": 2,
+             "tf_keras2_lstm_last_run_time_length": 1, "tf_keras2_gru_run_time_length": 1,
+             "tf_keras2_gru_reset_before": 1}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -271,7 +273,9 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     cells (control flow v1: the step read from a TensorArray scattered from the input, [x, h] times one matrix, the
     output written to a TensorArray that grows), MultiRNNCell included; Keras layers through TensorFlow Lite (the
     output TensorList written by Concat(rows before k, row, rows after k); at batch 1 a flattened [1, N] -> [N]
-    recurrent product): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    recurrent product); Keras 2 (tf_keras) layers from a SavedModel (the sequence a sliced Loop input, the last
+    output a Result without back edge whose zero-iteration value is empty, GRU(reset_after=False) splitting its
+    recurrent product with a -1 length): fused, equal to OpenVINO and to TensorFlow's outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]

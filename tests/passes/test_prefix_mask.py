@@ -51,11 +51,16 @@ def _inputs(name: str, kind: str) -> list[np.ndarray]:
 @pytest.mark.parametrize("name,op", [("tf_lstm_embedding_mask_last", "LSTM"), ("tf_lstm_embedding_mask_seq", "LSTM"),
                                      ("tf_gru_embedding_mask_seq", "GRU"), ("tf_gru_embedding_mask_last", "GRU"),
                                      ("tf_lstm_masking_run_time_length", "LSTM"),
-                                     ("tf_lstm_embedding_mask_last_run_time_length", "LSTM")])
+                                     ("tf_lstm_embedding_mask_last_run_time_length", "LSTM"),
+                                     ("tf_keras2_lstm_masking_last", "LSTM"),
+                                     ("tf_keras2_lstm_masking_seq_run_time_length", "LSTM")])
 def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
     """Each kind of mask equal to OpenVINO: prefixes run the fused node (rows of length 0 keep their initial state,
     the sequence output holds a row's last value past its length); where only the last output is read, masks padded
-    at the front run a fused node over rows shifted to start with their first kept step; the rest the loop."""
+    at the front run a fused node over rows shifted to start with their first kept step; the rest the loop.
+    Keras 2 (tf_keras) reads the mask as a sliced Loop input (Slice + Squeeze, made a Gather before the fusion), keeps
+    its last output in a Result without back edge copying the masked output state, and unsqueezes its masked per-step
+    output."""
     proto = assert_equivalent(FIXTURES / name / "model.xml", _inputs(name, kind), rtol=1e-4)
     front = "_last" in name  # the last output only: front padding fused too
     top = [n for n in proto.graph.node if n.op_type == "If"]
@@ -79,11 +84,12 @@ def test_masked_loop_dispatch(name: str, op: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["prefix", "suffix", "holes", "none"])
-@pytest.mark.parametrize(("name", "loops", "lstms"), [
-    ("tf_lstm_gru_embedding_mask_last", 2, 1),
-    ("tf_lstm_gru_embedding_mask_last_run_time_length", 2, 1),
-    ("tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length", 3, 4)])
-def test_stacked_masked_layers(name: str, loops: int, lstms: int, kind: str) -> None:
+@pytest.mark.parametrize(("name", "loops", "lstms", "backward"), [
+    ("tf_lstm_gru_embedding_mask_last", 2, 1, "backward"),
+    ("tf_lstm_gru_embedding_mask_last_run_time_length", 2, 1, "backward"),
+    ("tf_bidirectional_lstm_gru_embedding_mask_last_run_time_length", 3, 4, "backward"),
+    ("tf_keras2_bidirectional_gru_masking_seq", 2, 0, "while_1/")])  # (its SavedModel names no layer)
+def test_stacked_masked_layers(name: str, loops: int, lstms: int, backward: str, kind: str) -> None:
     """Embedding(mask_zero=True) -> LSTM(return_sequences) -> GRU, the mask passed on: the GRU's loop reads the
     LSTM's output (the If's), whose length is the IR's static one or, over a run-time length, the one recorded
     for the If's output (the token ids' axis); each loop gets its If (the loop stays in its last else-branch), and
@@ -92,14 +98,16 @@ def test_stacked_masked_layers(name: str, loops: int, lstms: int, kind: str) -> 
     (Where(mask, h, 0)): what the fused LSTM's Y holds past a row's length, so masks padded at the front fuse too
     (the node over the rolled rows, its output rolled back); the backward layer reads the flipped sequence, so its
     prefix branch runs for masks padded at the front and its suffix branch for those padded at the end. The GRU reads
-    the two joined on their last axis. Equal to OpenVINO for each kind of mask."""
+    the two joined on their last axis. Keras 2's Bidirectional(GRU(return_sequences)) behind Masking: the same, its
+    per-step outputs [1, batch, hidden] each (rolled back without that axis). Equal to OpenVINO for each kind of
+    mask."""
     inputs = _inputs(name, kind)
     proto = assert_equivalent(FIXTURES / name / "model.xml", inputs, rtol=1e-4)
     assert count_loops(proto) == loops and count_ops(proto, "LSTM") == lstms
     ifs = [n for n in proto.graph.node if n.op_type == "If"]
     masked = [n for n in ifs if any(count_ops(_branches(n)["then_branch"], op) for op in ("LSTM", "GRU"))]
     assert len(masked) == loops
-    flipped = ["backward" in n.name for n in masked]
+    flipped = [backward in n.name for n in masked]  # the backward layer's loop
     assert _taken(proto, masked, inputs) == [kind in (("suffix", "none") if f else ("prefix", "none")) for f in flipped]
     if any(flipped) and kind == "prefix":  # the backward layer's masks are padded at the front
         backward = masked[flipped.index(True)]

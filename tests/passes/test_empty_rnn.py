@@ -1,0 +1,127 @@
+"""LSTM/GRU nodes that onnxruntime's kernels would end the process on, given an empty sequence (GRU) or an empty
+batch (GRU, LSTM), run behind an If (passes/empty_rnn.py). onnxruntime runs in a subprocess here: without the If,
+the test would not fail, it would end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ir2onnx
+from ir2onnx.check.openvino_ref import run_openvino
+from ir2onnx.passes.empty_rnn import GuardEmptyRecurrentPass
+from tests.utils import count_ops, rewritten
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+I, H = 3, 4
+
+_RUN = """
+import sys, numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feed = dict(np.load(sys.argv[2]))
+np.savez(sys.argv[3], *s.run(None, feed))
+"""
+
+
+def _run_apart(proto: onnx.ModelProto, feed: dict[str, np.ndarray], tmp_path: Path) -> list[np.ndarray]:
+    """The model's outputs from onnxruntime in a process of its own (failing the test if that process dies)."""
+    model, inputs, outputs = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    onnx.save(proto, model)
+    np.savez(inputs, **feed)
+    done = subprocess.run([sys.executable, "-c", _RUN, str(model), str(inputs), str(outputs)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"onnxruntime ended with {done.returncode}: {done.stderr.strip()[-300:]}"
+    stored = np.load(outputs)
+    return [stored[f"arr_{i}"] for i in range(len(stored.files))]
+
+
+def _node_model(op: str, direction: str, initial: bool, dims: list[int | str]) -> onnx.ModelProto:
+    gates = {"LSTM": 4, "GRU": 3}[op]
+    d = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+             for n, s in (("W", (d, gates * H, I)), ("R", (d, gates * H, H)), ("B", (d, 2 * gates * H)))]
+    ins = ["X", "W", "R", "B"]
+    inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, dims)]
+    if initial:
+        ins += ["", "h0"] + (["c0"] if op == "LSTM" else [])
+        inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [d, dims[1], H]) for n in ins[5:]]
+    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, ins, outs, hidden_size=H, direction=direction)
+    shapes = [[dims[0], d, dims[1], H]] + [[d, dims[1], H]] * (len(outs) - 1)
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, shape)
+                                                      for o, shape in zip(outs, shapes)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _guarded(proto: onnx.ModelProto) -> onnx.ModelProto:
+    return rewritten(proto, GuardEmptyRecurrentPass)
+
+
+@pytest.mark.parametrize("initial", [False, True], ids=["zeros", "initial"])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+@pytest.mark.parametrize("op", ["LSTM", "GRU"])
+def test_empty_inputs(tmp_path: Path, op: str, direction: str, initial: bool) -> None:
+    """On a run-time time axis and batch: the same outputs as the node where nothing is empty; with no step or no
+    row, outputs of the node's shapes, Y empty and the states the initial ones (zeros without them; for an LSTM over
+    no step, onnxruntime's kernel would return zeros, not the initial states)."""
+    proto = _node_model(op, direction, initial, ["T", "N", I])
+    guarded = _guarded(proto)
+    assert [n.op_type for n in guarded.graph.node][-1] == "If" and count_ops(guarded, op) == 1
+    d = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(1)
+    for steps, rows in ((5, 2), (1, 1), (0, 2), (3, 0), (0, 0)):
+        feed = {"X": rng.standard_normal((steps, rows, I)).astype(np.float32)}
+        if initial:
+            feed |= {n: rng.standard_normal((d, rows, H)).astype(np.float32)
+                     for n in (["h0", "c0"] if op == "LSTM" else ["h0"])}
+        got = _run_apart(guarded, feed, tmp_path)
+        assert [g.shape for g in got] == [(steps, d, rows, H)] + [(d, rows, H)] * (len(got) - 1)
+        if rows and steps:
+            for g, want in zip(got, _run_apart(proto, feed, tmp_path), strict=True):
+                np.testing.assert_array_equal(g, want)
+        else:
+            for g, name in zip(got[1:], ["h0", "c0"]):
+                np.testing.assert_array_equal(g, feed[name] if initial else 0)
+
+
+@pytest.mark.parametrize("op,dims", [("LSTM", [5, 2, I]), ("LSTM", ["T", 2, I]), ("GRU", [5, 2, I])])
+def test_sizes_known_positive_stay_unguarded(op: str, dims: list[int | str]) -> None:
+    """Nothing to guard where the sizes in question are static and positive (the LSTM's time axis is safe)."""
+    guarded = _guarded(_node_model(op, "forward", False, dims))
+    assert [n.op_type for n in guarded.graph.node] == [op]
+
+
+# fixtures whose time axis (1) or batch (0) is a run-time size: the axis emptied
+EMPTIED = [("tf_keras2_lstm_last_run_time_length", 1), ("tf_keras2_lstm_masking_seq_run_time_length", 1),
+           ("tf_keras2_gru_reset_before", 0), ("tf_v1_lstm_cell", 0), ("tf_v1_gru_cell", 0), ("tf_lstm_seq2seq", 0)]
+
+
+@pytest.mark.parametrize("name,axis", EMPTIED)
+def test_converted_models_with_empty_inputs(tmp_path: Path, name: str, axis: int) -> None:
+    """Converted Keras and TensorFlow 1 models fed an empty sequence or batch: they run, and equal OpenVINO."""
+    stored = np.load(FIXTURES / name / "inputs.npz")
+    feed = {k: np.take(stored[k], [], axis=axis) for k in stored.files}
+    xml = FIXTURES / name / "model.xml"
+    got = _run_apart(ir2onnx.convert(xml), feed, tmp_path)
+    want = run_openvino(str(xml), list(feed.values()))
+    assert [g.shape for g in got] == [w.shape for w in want]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_gru_sequence_output_with_no_step(tmp_path: Path) -> None:
+    """A Keras 2 GRU(return_sequences) given no step: [batch, 0, hidden], TensorFlow's shape, where OpenVINO returns
+    [0, 0, hidden] (its Loop's concatenated output after no iteration); the literal loop's conversion returns
+    OpenVINO's, as onnxruntime's Loop does."""
+    xml = FIXTURES / "tf_keras2_gru_run_time_length" / "model.xml"
+    feed = {"x": np.zeros((2, 0, 4), np.float32)}
+    assert [g.shape for g in _run_apart(ir2onnx.convert(xml), feed, tmp_path)] == [(2, 0, 8)]
+    assert [w.shape for w in run_openvino(str(xml), [feed["x"]])] == [(0, 0, 8)]
+    assert [g.shape for g in _run_apart(ir2onnx.convert(xml, fuse=False), feed, tmp_path)] == [(0, 0, 8)]
