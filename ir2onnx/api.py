@@ -18,7 +18,7 @@ from ir2onnx.convert.validate_onnx import validate_model
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
-from ir2onnx.passes.empty_rnn import GuardEmptyRecurrentPass
+from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
@@ -38,7 +38,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
                 fuse_recurrent(out)
             if optimize:
                 apply_default_passes(out, fuse=fuse)
-            GuardEmptyRecurrentPass()(out)  # not an optimisation: onnxruntime crashes on some empty inputs
+            _guard_empty_inputs(out)  # not an optimisation: onnxruntime fails on some empty inputs
             layer_map.refresh(out)  # passes may have removed values
             validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
             passed = True
@@ -48,12 +48,18 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
                         "fusion or optimisations", type(e).__name__, first)
             out = convert_ir(model, weights, opset)  # the plain translation, the reference the passes preserve
     if not passed:
-        GuardEmptyRecurrentPass()(out)
+        _guard_empty_inputs(out)
         layer_map.refresh(out)
         validate_model(out)  # a translation defect: its own error, which names the layer
     # keep the weights' memory map alive as long as the model that views it
     out.meta["ir2onnx.weights"] = weights
     return out
+
+
+def _guard_empty_inputs(model: ir.Model) -> None:
+    guard = GuardEmptyInputsPass()
+    guard(model)
+    layer_map.substitute(model, guard.replaced)
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,

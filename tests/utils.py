@@ -121,7 +121,7 @@ def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
 
 
 def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
-    """The graph, or for a GRU/LSTM behind the If that keeps empty inputs from it (passes/empty_rnn.py), its
+    """The graph, or for a GRU/LSTM behind the If that keeps empty inputs from it (passes/empty_inputs.py), its
     then-branch (checked: the If is the graph's last node, its else-branch has no recurrent node)."""
     last = graph.node[-1] if graph.node else None
     if last is None or last.op_type != "If":
@@ -137,13 +137,15 @@ def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
 def gru_dispatches(proto: onnx.ModelProto) -> int:
     """The If nodes of the main graph that run a GRU as a Scan at large batches and as itself below
     (passes/gru_scan.py), each checked: its else-branch the lone GRU node, its then-branch one Scan whose body starts
-    with the recurrent Gemm."""
+    with the recurrent Gemm (either behind the If that keeps empty inputs from it, where its sizes are not known)."""
     found = 0
     for node in proto.graph.node:
         branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
         if node.op_type != "If" or [n.op_type for n in unguarded(branches["else_branch"]).node] != ["GRU"]:
             continue
-        scans = [n for n in branches["then_branch"].node if n.op_type == "Scan"]
+        then = branches["then_branch"]
+        guards = [a.g for n in then.node if n.op_type == "If" for a in n.attribute if a.name == "then_branch"]
+        scans = [n for g in [then, *guards] for n in g.node if n.op_type == "Scan"]  # (a guarded one: empty_inputs.py)
         assert len(scans) == 1 and count_ops(branches["then_branch"], "GRU") == 0
         assert scans[0].attribute[0].g.node[0].op_type == "Gemm"
         found += 1

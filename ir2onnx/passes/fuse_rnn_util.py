@@ -379,11 +379,13 @@ def shape_of(v: ir.Value | None) -> Dims | None:
 
 
 def _broadcast(a: Dims, b: Dims) -> Dims:
+    """numpy broadcasting of two shapes (a missing leading dim is 1); a known dim other than 1 is the result's,
+    whatever the other is (in a model that runs, it is 1 or the same)."""
     r = max(len(a), len(b))
-    a, b = (None,) * (r - len(a)) + a, (None,) * (r - len(b)) + b
+    a, b = (1,) * (r - len(a)) + a, (1,) * (r - len(b)) + b
     out: list[int | None] = []
     for x, y in zip(a, b):
-        out.append(y if x == 1 else x if y == 1 or x == y else None)
+        out.append(x if x not in (None, 1) else y if y not in (None, 1) else 1 if x == y == 1 else None)
     return tuple(out)
 
 

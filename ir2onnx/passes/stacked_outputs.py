@@ -67,7 +67,10 @@ def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: se
     out.replace_all_uses_with(full, replace_graph_outputs=True)  # before the Unsqueeze reads `out`
     if full.is_graph_output():
         full.name, out.name = out.name, fresh_name(names, f"{hint}/stacked")
-    out.shape = None
+    dims = list(out.shape) if out.shape is not None and 0 <= axis < len(out.shape) else None
+    if dims is not None:
+        del dims[axis]  # the unit axis
+    out.shape = ir.Shape(dims) if dims is not None else None
     unsqueeze = ir.Node("", "Unsqueeze", [out, axes], outputs=[full], name=fresh_name(names, f"{hint}/unsqueeze"))
     for n in (const, unsqueeze):
         inherit_meta(n, loop)

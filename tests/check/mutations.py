@@ -160,7 +160,7 @@ def _rename_uses(g: onnx.GraphProto, old: str, new: str, skip: onnx.NodeProto | 
 
 def _fused(model: onnx.ModelProto) -> tuple[onnx.GraphProto, int, onnx.NodeProto, int]:
     """The first LSTM/GRU/RNN node that runs a whole sequence (not a single step inside a loop body; in the main
-    graph or an If branch under it, as behind passes/empty_rnn.py's guard): its graph, index, node and sequence
+    graph or an If branch under it, as behind passes/empty_inputs.py's guard): its graph, index, node and sequence
     axis."""
     graphs = [model.graph]
     for g in graphs:

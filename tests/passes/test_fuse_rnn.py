@@ -186,8 +186,8 @@ def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> N
 
 @pytest.mark.parametrize("outputs", [("h", "c"), ("seq", "h")])
 def test_run_time_length(tmp_path: Path, outputs: tuple[str, ...]) -> None:
-    """A sequence of run-time length; with zero steps the states stay the initial ones (ONNX Scan semantics; the
-    literal Scan cannot be the reference there: onnxruntime 1.32 crashes on a zero-length scan input)."""
+    """A sequence of run-time length; with zero steps the states stay the initial ones (ONNX Scan semantics; not
+    OpenVINO's, whose states are then undefined memory; the literal Scan behind its guard: test_empty_inputs.py)."""
     xml = save_ir(recurrent_loop("lstm4", dynamic_steps=True, outputs=outputs), tmp_path)
     fused = assert_equivalent(xml, _inputs("lstm4", steps=7))
     assert count_loops(fused) == 0

@@ -56,10 +56,11 @@ def test_output_work_leaves_the_loop(tmp_path: Path, kind: str, label: str, outp
     bare = assert_equivalent(without, rng_inputs(IN), fuse=False)
     bare_plain = assert_equivalent(without, rng_inputs(IN), fuse=False, optimize=False)
     assert _body_ops(lean, kind) == _body_ops(bare, kind)
-    for op in moved:  # the main graph gains the output's ops (and a Transpose: the TI stacks on axis 1, not 0)
+    for op in moved:  # the main graph gains the output's ops (and a Transpose: the TI stacks on axis 1, not 0; and
+        # where the shapes after the moved work are no longer static, the shape arithmetic of the stacked axis's merge)
         gained = ops_in(lean.graph, op, bodies=False) - ops_in(bare.graph, op, bodies=False)
         expected = ops_in(plain.graph, op, bodies=True) - ops_in(bare_plain.graph, op, bodies=True)
-        assert gained == expected + (op == "Transpose" and kind == "ti") and expected > 0, op
+        assert gained >= expected + (op == "Transpose" and kind == "ti") and expected > 0, op
 
 
 STAYS: list[tuple[str, Output, str]] = [

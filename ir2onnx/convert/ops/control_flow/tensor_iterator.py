@@ -146,6 +146,11 @@ def _as_scan(ctx: LayerContext, plan: PortMapPlan) -> list[ir.Value]:
         if o.kind == "last" and o.result.id in state_of:
             result[o.index] = finals[state_of[o.result.id]]
     for o, y, axis in zip(stacked, scans, out_axes):
+        dims = list(ctx.layer.outputs[o.index].dims)
+        if o.kind == "concat" and result_rank(o.result) and (y.shape is None or len(y.shape) == len(dims) + 1):
+            dims[axis:axis + 1] = [None, o.entry.part_size]  # the IR's static dims (also for no step: empty_inputs.py)
+            declare_type(y, value_type(results[o.result.id]), len(dims))
+            y.shape = ir.Shape(dims)
         if o.kind == "concat":  # a scalar body value is concatenated as shape [1]: the stacked [N] is the result
             result[o.index] = merge_axes(b, y, axis) if result_rank(o.result) else y
         else:

@@ -1,6 +1,6 @@
-"""LSTM/GRU nodes that onnxruntime's kernels would end the process on, given an empty sequence (GRU) or an empty
-batch (GRU, LSTM), run behind an If (passes/empty_rnn.py). onnxruntime runs in a subprocess here: without the If,
-the test would not fail, it would end."""
+"""LSTM/GRU/Scan nodes that onnxruntime would fail on or end the process on, given an empty sequence (GRU, Scan) or
+an empty batch (GRU, LSTM), run behind an If (passes/empty_inputs.py). onnxruntime runs in a subprocess here: without
+the If, the test would not fail, it would end."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ir2onnx
 from ir2onnx.check.openvino_ref import run_openvino
-from ir2onnx.passes.empty_rnn import GuardEmptyRecurrentPass
-from tests.utils import count_ops, rewritten
+from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
+from tests.passes.rnn_builders import recurrent_loop
+from tests.passes.test_fuse_rnn import _inputs
+from tests.utils import count_ops, rewritten, save_ir
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 I, H = 3, 4
@@ -61,7 +63,7 @@ def _node_model(op: str, direction: str, initial: bool, dims: list[int | str]) -
 
 
 def _guarded(proto: onnx.ModelProto) -> onnx.ModelProto:
-    return rewritten(proto, GuardEmptyRecurrentPass)
+    return rewritten(proto, GuardEmptyInputsPass)
 
 
 @pytest.mark.parametrize("initial", [False, True], ids=["zeros", "initial"])
@@ -125,3 +127,58 @@ def test_gru_sequence_output_with_no_step(tmp_path: Path) -> None:
     assert [g.shape for g in _run_apart(ir2onnx.convert(xml), feed, tmp_path)] == [(2, 0, 8)]
     assert [w.shape for w in run_openvino(str(xml), [feed["x"]])] == [(0, 0, 8)]
     assert [g.shape for g in _run_apart(ir2onnx.convert(xml, fuse=False), feed, tmp_path)] == [(0, 0, 8)]
+
+
+def _scan_model(dims: list[int | str]) -> onnx.ModelProto:
+    """A Scan over X [B, T, I] on axis 1 (s' = tanh(s + x_t @ W)), stacking each s' on axis 1 of Y [B, T, H]."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((I, H)).astype(np.float32), "W")
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["s", "xw"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])], "body",
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [dims[0], H]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [dims[0], I])],
+        [helper.make_tensor_value_info("s2", TensorProto.FLOAT, [dims[0], H]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [dims[0], H])])
+    scan = helper.make_node("Scan", ["s0", "X"], ["sT", "Y"], body=body, num_scan_inputs=1, scan_input_axes=[1],
+                            scan_output_axes=[1])
+    graph = helper.make_graph([scan], "g", [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [dims[0], H]),
+                                             helper.make_tensor_value_info("X", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("sT", TensorProto.FLOAT, [dims[0], H]),
+                               helper.make_tensor_value_info("Y", TensorProto.FLOAT, [dims[0], dims[1], H])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_scan_over_no_step(tmp_path: Path) -> None:
+    """A Scan of run-time length: the same outputs where it has steps; with none, the initial state and an empty Y
+    of the body's other dims (onnxruntime's Scan fails there)."""
+    proto = _scan_model([2, "T", I])
+    guarded = _guarded(proto)
+    assert [n.op_type for n in guarded.graph.node][-1] == "If" and count_ops(guarded, "Scan") == 1
+    rng = np.random.default_rng(2)
+    for steps in (4, 1, 0):
+        feed = {"s0": rng.standard_normal((2, H)).astype(np.float32),
+                "X": rng.standard_normal((2, steps, I)).astype(np.float32)}
+        got = _run_apart(guarded, feed, tmp_path)
+        assert [g.shape for g in got] == [(2, H), (2, steps, H)]
+        if steps:
+            for g, want in zip(got, _run_apart(proto, feed, tmp_path), strict=True):
+                np.testing.assert_array_equal(g, want)
+        else:
+            np.testing.assert_array_equal(got[0], feed["s0"])
+    assert [n.op_type for n in _guarded(_scan_model([2, 5, I])).graph.node] == ["Scan"]
+
+
+def test_tensor_iterator_over_no_step(tmp_path: Path) -> None:
+    """A TensorIterator (LSTMCell) over a sequence of run-time length, converted literally (fuse=False) and fused:
+    with no step, the initial states and a sequence output of shape [batch, 0, hidden], OpenVINO's shape (whose
+    states are then undefined memory: the initial ones are the answer). The literal Scan ended onnxruntime's process
+    with a floating point exception."""
+    xml = save_ir(recurrent_loop("lstm4", dynamic_steps=True, outputs=("seq", "h", "c")), tmp_path)
+    empty = _inputs("lstm4", steps=0)
+    feed = dict(zip(["X", "H0", "C0"], empty))
+    assert [w.shape for w in run_openvino(str(xml), empty)] == [(2, 0, 3), (2, 3), (2, 3)]
+    for fuse in (False, True):
+        got = _run_apart(ir2onnx.convert(xml, fuse=fuse), feed, tmp_path)
+        assert [g.shape for g in got] == [(2, 0, 3), (2, 3), (2, 3)]
+        np.testing.assert_array_equal(got[1], empty[1])
+        np.testing.assert_array_equal(got[2], empty[2])

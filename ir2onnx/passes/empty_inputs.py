@@ -1,0 +1,167 @@
+"""LSTM, GRU and Scan nodes over tensors that may be empty run behind an If.
+
+onnxruntime (1.32) fails on some empty inputs that OpenVINO runs, and its CPU kernels end the process on some:
+its GRU on a sequence without time steps or a batch of no rows (std::terminate), its LSTM on a batch of no rows,
+its Scan on a scan input of length 0 (an error, or a floating point exception that ends the process when the scan
+axis is not the first); its RNN kernel, and the LSTM without time steps, return empty outputs. A Keras GRU on
+`Input((None, F))`, a TensorIterator over a sequence of run-time length or any of these on an empty batch then
+cannot run. So such a node, where the sizes in question are not known to be positive, becomes If(they are) the node,
+else what it computes over nothing:
+* LSTM/GRU (guarded on its input being non-empty): Y of its (empty) shape [steps, directions, batch, hidden], Y_h and
+  Y_c the initial states (zeros without one), which is also what the loop it came from returns after no iteration
+  (an LSTM, guarded for a run-time batch, then also keeps its initial states over no step, where onnxruntime's
+  kernel returns zeros);
+* Scan (guarded on its scan length): the states' initial values; each scan output empty on its stacking axis, its
+  other dims the body output's where they are static, else 0 (as the translation's Loops give after no iteration).
+
+This is not an optimisation: the API applies it to every model it returns, passes on or off. The node's weights
+become the branch's own initializers when nothing else reads them (onnxruntime prepacks those; fuse_rnn_util's
+own_weights).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx_ir as ir
+
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    Subgraph,
+    all_names,
+    attr,
+    input_at,
+    own_weights,
+    replace_node,
+    shape_of,
+    value_dtype,
+)
+from ir2onnx.passes.loop_utils import is_default_domain, scan_ints
+from ir2onnx.passes.static_shapes import infer_shapes
+
+# the axes of X (layout 0: [steps, batch, input]) that must not be empty, per recurrent op
+RECURRENT_AXES = {"GRU": (0, 1), "LSTM": (1,)}
+
+
+class GuardEmptyInputsPass(ir.passes.InPlacePass):
+    """`replaced`: the guarded nodes' outputs and the If outputs now standing for them (the layer map follows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.replaced: dict[ir.Value, ir.Value] = {}
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        def candidates() -> list[ir.Node]:
+            return [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if _may_be_empty(n)]
+
+        guarded = candidates()
+        if guarded:  # shapes through the nodes the passes made (a fused node's output read by the next one)
+            infer_shapes(model)
+            guarded = candidates()
+        names = all_names(model.graph)
+        for node in guarded:
+            if node.op_type == "Scan":
+                self.replaced |= _guard(node, model.graph, names, _scan_length, _empty_scan)
+            else:
+                self.replaced |= _guard(node, model.graph, names, _input_size, _empty_recurrent)
+        return ir.passes.PassResult(model, modified=bool(guarded))
+
+
+def _known_positive(v: ir.Value, axis: int) -> bool:
+    """Whether v's dim at `axis` is a static positive size (derived, or declared by shape inference)."""
+    for shape in (shape_of(v), v.shape):
+        if shape is not None and -len(shape) <= axis < len(shape) and isinstance(shape[axis], int) and shape[axis] > 0:
+            return True
+    return False
+
+
+def _may_be_empty(node: ir.Node) -> bool:
+    if not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
+        return False
+    if node.op_type in RECURRENT_AXES:
+        x = node.inputs[0]
+        return attr(node, "layout", 0) == 0 and value_dtype(node) is not None and \
+            not all(_known_positive(x, a) for a in RECURRENT_AXES[node.op_type])
+    if node.op_type == "Scan":
+        x, axis = _first_scan_input(node)
+        body: ir.Graph = node.attributes["body"].value
+        rows = body.outputs[len(node.inputs) - int(attr(node, "num_scan_inputs")):]  # type: ignore[arg-type]
+        return not _known_positive(x, axis) and all(_dtype(o) is not None and o.shape is not None for o in rows)
+    return False
+
+
+def _first_scan_input(node: ir.Node) -> tuple[ir.Value, int]:
+    n_scan = int(attr(node, "num_scan_inputs"))  # type: ignore[arg-type]
+    first = len(node.inputs) - n_scan
+    axes = scan_ints(node, "scan_input_axes", n_scan)
+    x = node.inputs[first]
+    assert x is not None
+    return x, axes[0]
+
+
+def _dtype(v: ir.Value) -> ir.DataType | None:
+    return v.type.dtype if isinstance(v.type, ir.TensorType) else None
+
+
+def _input_size(em: Emitter, node: ir.Node) -> ir.Value:
+    """An LSTM/GRU runs where its input has elements (then no step and no row are empty)."""
+    return em.op1("Greater", [em.op1("Size", [node.inputs[0]]), em.const(np.array(0, np.int64), "zero")])
+
+
+def _scan_length(em: Emitter, node: ir.Node) -> ir.Value:
+    x, axis = _first_scan_input(node)
+    length = em.op1("Gather", [em.op1("Shape", [x]), em.i64([axis])], {"axis": 0})
+    return em.op1("Greater", [length, em.i64([0])])
+
+
+def _empty_recurrent(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> ir.Value:
+    k = old.index()
+    initial = input_at(node, 5 if k == 1 else 6) if k else None
+    if initial is not None:  # Y_h, Y_c: the initial state
+        return branch.op1("Identity", [initial])
+    # Y: [steps, directions, batch, hidden]; states: [directions, batch, hidden]
+    x = node.inputs[0]
+    dims = [branch.op1("Shape", [x], {"start": a, "end": a + 1}) for a in ((0, 1) if k == 0 else (1,))]
+    dims.insert(len(dims) - 1, em.i64([2 if attr(node, "direction", "forward") == "bidirectional" else 1]))
+    dims.append(em.i64([int(attr(node, "hidden_size"))]))  # type: ignore[arg-type]
+    zero = ir.tensor(np.zeros(1, value_dtype(node).numpy()))  # type: ignore[union-attr]
+    return branch.op1("ConstantOfShape", [branch.op1("Concat", dims, {"axis": 0})], {"value": zero})
+
+
+def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> ir.Value:
+    n_states = len(node.inputs) - int(attr(node, "num_scan_inputs"))  # type: ignore[arg-type]
+    k = old.index()
+    if k < n_states:  # a state: its initial value
+        return branch.op1("Identity", [node.inputs[k]])
+    body: ir.Graph = node.attributes["body"].value
+    row = body.outputs[k]
+    assert row.shape is not None  # (_may_be_empty)
+    n_out = len(node.outputs) - n_states
+    axis = scan_ints(node, "scan_output_axes", n_out)[k - n_states] % (len(row.shape) + 1)
+    outer = list(old.shape) if old.shape is not None and len(old.shape) == len(row.shape) + 1 else None
+    if outer is not None:
+        del outer[axis]
+    dims = [d if isinstance(d, int) else o if outer is not None and isinstance(o := outer[i], int) else 0
+            for i, d in enumerate(row.shape)]
+    dims.insert(axis, 0)
+    zeros = np.zeros(dims, _dtype(row).numpy())  # type: ignore[union-attr]
+    return branch.op1("Identity", [em.const(zeros, "empty")])
+
+
+def _guard(node: ir.Node, root: ir.Graph, names: set[str], condition: Callable[[Emitter, ir.Node], ir.Value],
+           empty: Callable[[Emitter, Subgraph, ir.Node, ir.Value], ir.Value]) -> dict[ir.Value, ir.Value]:
+    em = Emitter(node, root, names)
+    outputs = [v for v in node.outputs if v.uses() or v.is_graph_output()]
+    then_b = Subgraph(em)
+    same = then_b.add(ir.Node("", node.op_type, list(node.inputs), list(node.attributes.values()),
+                              num_outputs=len(node.outputs), name=em.fresh(node.op_type)))
+    else_b = Subgraph(em)
+    nothing = [empty(em, else_b, node, old) for old in outputs]
+    branches = {"then_branch": then_b.build([same.outputs[old.index()] for old in outputs], hint="nonempty"),
+                "else_branch": else_b.build(nothing, hint="empty")}
+    results = em.op("If", [condition(em, node)], branches, outputs=len(outputs))
+    em.commit()
+    replace_node(node, list(zip(outputs, results)), "unguarded")
+    return dict(zip(outputs, results))
+    own_weights(branches["then_branch"])
