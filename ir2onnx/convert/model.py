@@ -15,10 +15,10 @@ import onnx_ir as ir
 
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
-from ir2onnx.convert.context import has_runtime_dims, set_value_type, value_type
+from ir2onnx.convert.context import has_runtime_dims, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.errors import ConversionError, OpsetError
-from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
@@ -121,6 +121,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     g = model.graph
     b = GraphBuilder(opset)
     b.opset_forced = forced
+    legacy = model.ir_version == 10  # OpenVINO presents such a model's inputs and outputs in other types
     in_names = [input_name(p) for p in g.parameters]
     out_names = [output_name(g, r) for r in g.results]
     for n in in_names:
@@ -134,9 +135,10 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
             raise ConversionError(f"{p.where()}: a Parameter of dynamic rank has no ONNX graph-input form "
                                   "(ONNX inputs need a rank); give the IR a static rank")
         dims = [d if d is not None else f"{name}_d{i}" for i, d in enumerate(shape)]
-        v = b.add_input(name, onnx_dtype(et), dims)
-        set_value_type(v, et)
-        bindings[p.id] = v
+        io_et = legacy_input_type(et) if legacy else et
+        v = b.add_input(name, onnx_dtype(io_et), dims)
+        set_value_type(v, io_et)
+        bindings[p.id] = _cast(b, v, et)
     wanted = {n for n in out_names if n not in in_names}
     for n in wanted:
         b.names.reserve(n)
@@ -146,6 +148,9 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     taken: set[ir.Value] = set()
     for r, name in zip(g.results, out_names):
         v = results[r.id]
+        et = value_type(v)
+        if legacy and et is not None:
+            v = _cast(b, v, legacy_output_type(et))
         if v in b.inputs and name == v.name and v not in taken:
             outputs.append(v)  # a Parameter returned as it is keeps its name
             taken.add(v)
@@ -168,6 +173,17 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
             v.shape = _complete_shape(v.shape, r.inputs[0].dims)
     layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
+
+
+def _cast(b: GraphBuilder, v: ir.Value, et: ElementType) -> ir.Value:
+    """`v` converted to `et` (itself when it has that type already)."""
+    if value_type(v) == et:
+        return v
+    out = b.cast(v, onnx_dtype(et))
+    set_value_type(out, et)
+    if has_runtime_dims(v):
+        mark_runtime_dims(out)
+    return out
 
 
 def _complete_shape(inferred: ir.Shape | None, declared: tuple[int | None, ...]) -> ir.Shape:

@@ -79,3 +79,21 @@ def parse_element_type(text: str) -> ElementType | None:
         return ELEMENT_TYPES[_ALIASES[lowered]]
     return None
 
+
+
+# IR v10 ("legacy") models: OpenVINO's read_model presents f16 inputs as f32, integer outputs of 32 and 64 bits as
+# i32 (values wrap) and every other output that is not f32 as f32, converting at the model's boundary (the
+# Inference Engine API's precisions, kept for IR v10 only).
+_LEGACY_INT_OUTPUTS = ("i64", "u64", "i32", "u32")
+
+
+def legacy_input_type(et: ElementType) -> ElementType:
+    """The element type OpenVINO presents for an IR v10 model input of type `et`."""
+    return ELEMENT_TYPES["f32"] if et.name == "f16" else et
+
+
+def legacy_output_type(et: ElementType) -> ElementType:
+    """The element type OpenVINO presents for an IR v10 model output of type `et`."""
+    if et.name in _LEGACY_INT_OUTPUTS:
+        return ELEMENT_TYPES["i32"]
+    return ELEMENT_TYPES["f32"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
 from tests.convert.control_flow.builders import loop_model, ti_accumulate
 from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
@@ -228,3 +229,41 @@ def test_loop_trip_count_fed_to_the_condition_parameter(tmp_path: Path) -> None:
     b = np.array([[0.5, -1.0]], np.float32)
     steps = np.stack([a0 + k * b for k in (1, 2, 3)])
     assert_outputs(xml, [np.array(3.0, np.float32), np.array(True), a0], [a0 + 3 * b, steps])
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_boundary_types_as_openvino_presents_them(tmp_path: Path, version: int) -> None:
+    """OpenVINO presents an IR v10 model's f16 inputs as f32, its 32/64-bit integer outputs as i32 (values wrap) and
+    its other outputs that are not f32 as f32; IR v11 keeps the declared types. The ONNX model does the same."""
+    net = Net(Bin())
+    a, b = net.param("a", [3], "i64"), net.param("b", [3], "f16")
+    c, e = net.param("c", [3], "u8"), net.param("e", [3], "boolean")
+    outs = {
+        "a2": net.add("Add", "a2", [[3], [3]], [("i64", [3])], input_types=["i64"] * 2, sources=[(a, 0), (a, 0)]),
+        "b2": net.add("Multiply", "b2", [[3], [3]], [("f16", [3])], input_types=["f16"] * 2,
+                      sources=[(b, 0), (b, 0)]),
+        "c2": net.add("Add", "c2", [[3], [3]], [("u8", [3])], input_types=["u8"] * 2, sources=[(c, 0), (c, 0)]),
+        "not_e": net.add("LogicalNot", "not_e", [[3]], [("boolean", [3])], input_types=["boolean"],
+                         sources=[(e, 0)]),
+        "same": net.add("Equal", "same", [[3], [3]], [("boolean", [3])], input_types=["i64"] * 2,
+                        sources=[(a, 0), (a, 0)]),
+    }
+    for name, lid in outs.items():
+        net.result(f"{name}/sink_port_0", (lid, 0), [3])
+    xml = write(tmp_path / "model.xml", net, version=version)
+    tree = etree.parse(str(xml))
+    for layer in tree.getroot().iter("layer"):  # tensor names, as later Model Optimizers wrote them
+        if layer.get("type") != "Result":
+            layer.find("output/port").set("names", layer.get("name"))
+    tree.write(str(xml))
+    b_type = np.float32 if version == 10 else np.float16
+    big = 2**40 if version == 10 else 2**20  # OpenVINO's CPU adds i64 in i32: v11 stays within range
+    feed = [np.array([1, big, -3]), np.array([1.5, 2, -3], b_type), np.array([1, 2, 100], np.uint8),
+            np.array([True, False, True])]
+    proto = assert_equivalent(xml, feed)
+    got = run_onnxruntime(proto, dict(zip([i.name for i in proto.graph.input], feed)))
+    if version == 10:
+        assert [g.dtype for g in got] == [np.int32, np.float32, np.float32, np.float32, np.float32]
+        assert got[0].tolist() == [2, 0, -6]  # 2**41 wraps, as in OpenVINO
+    else:
+        assert [g.dtype for g in got] == [np.int64, np.float16, np.uint8, np.bool_, np.bool_]
