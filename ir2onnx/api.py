@@ -25,12 +25,14 @@ PathLike = str | os.PathLike[str]
 log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-                  optimize: bool = True, fuse: bool = True) -> ir.Model:
+                  optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False) -> ir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
-    `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node."""
+    `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
+    `f16_as_f32`: the IR's f16 computation runs in f32, as OpenVINO's CPU plugin runs it (f16 weights, inputs and
+    outputs keep their type)."""
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
-    out = convert_ir(model, weights, opset)
+    out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
     passed = False
     if fuse or optimize:
         try:
@@ -46,7 +48,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
             first = str(e).splitlines()[0] if str(e) else ""
             log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
                         "fusion or optimisations", type(e).__name__, first)
-            out = convert_ir(model, weights, opset)  # the plain translation, the reference the passes preserve
+            out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)  # the plain translation, the reference the passes preserve
     if not passed:
         _guard_empty_inputs(out)
         layer_map.refresh(out)
@@ -63,14 +65,16 @@ def _guard_empty_inputs(model: ir.Model) -> None:
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-            optimize: bool = True, fuse: bool = True) -> onnx.ModelProto:
+            optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
-    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse))
+    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
+                                     f16_as_f32=f16_as_f32))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
-                 external_data: bool | None = None, progress: Progress | None = None) -> Path:
+                 external_data: bool | None = None, progress: Progress | None = None,
+                 f16_as_f32: bool = False) -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,
@@ -87,7 +91,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     inputs = {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}
     if out.resolve() in inputs or (out.parent / (out.name + ".data")).resolve() in inputs:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse)
+    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32)
     return _write_model(model, out, weights, progress)
 
 

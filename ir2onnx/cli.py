@@ -71,7 +71,8 @@ def convert(a: argparse.Namespace) -> int:
                 raise ConversionError(f"--device cuda: {cuda_unavailable_reason()}")
         with bar:
             path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize, fuse=a.fuse,
-                                        weights=a.weights, external_data=a.external_data, progress=bar.update)
+                                        weights=a.weights, external_data=a.external_data, progress=bar.update,
+                                        f16_as_f32=a.f16_as_f32)
         if not a.quiet:
             _say(f"wrote {path}")
         if not a.check:
@@ -209,6 +210,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=True,
                    help="fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node (default: on; "
                         "--no-fuse keeps the loops)")
+    c.add_argument("--f16-as-f32", action="store_true",
+                   help="compute the IR's f16 layers in f32, as OpenVINO's CPU plugin does (f16 weights, inputs and "
+                        "outputs keep their type): results as OpenVINO's, and loops over f16 cells fuse. Default: the "
+                        "IR's own types")
     c.add_argument("--weights", choices=WEIGHT_MODES, help=_WEIGHTS_HELP)
     c.add_argument("--external-data", action=argparse.BooleanOptionalAction, default=None,
                    help="older spelling: --external-data is --weights copy, --no-external-data is --weights inline")

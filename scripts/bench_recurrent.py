@@ -363,16 +363,19 @@ def ort_session(proto: Any, threads: int) -> Any:
     return ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
 
 
-def bench(name: str, model: ov.Model, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
-    xml = d / "model.xml"
-    ov.save_model(model, str(xml), compress_to_fp16=False)
+def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
+    if isinstance(model, Path):  # an IR as it is (an IR v10 stays one)
+        xml = model
+    else:
+        xml = d / "model.xml"
+        ov.save_model(model, str(xml), compress_to_fp16=False)
     config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": args.threads}
     compiled = ov.Core().compile_model(str(xml), "CPU", config)
     ref = [np.array(v) for v in compiled.create_infer_request().infer(feed).values()]
     runs = {}
     try:
         for label, fuse in (("fused", True), ("loop", False)):
-            proto = ir2onnx.convert(xml, fuse=fuse)
+            proto = ir2onnx.convert(xml, fuse=fuse, f16_as_f32=args.f16_as_f32)
             session = ort_session(proto, args.threads)
             names = [i.name for i in session.get_inputs()]
             got = session.run(None, dict(zip(names, feed)))
@@ -416,6 +419,8 @@ def main() -> None:
     ap.add_argument("--shape", action="append", default=[],
                     help="with --ir: an input's shape, e.g. 4,20,32,32,8 (once per input, in order; default: the "
                          "IR's own static shapes)")
+    ap.add_argument("--f16-as-f32", action="store_true",
+                    help="convert with f16_as_f32 (an f16 IR computed in f32, as OpenVINO's CPU plugin does)")
     ap.add_argument("--sweep", action="store_true",
                     help="other sizes instead: Keras layers, TensorIterator LSTMs and PyTorch layers at other "
                          "input/hidden sizes and lengths")
@@ -440,7 +445,7 @@ def main() -> None:
             bench(name, make(), feed(), args, Path(d))
 
 
-Case = tuple[str, Callable[[], ov.Model], Callable[[], list[np.ndarray]]]
+Case = tuple[str, Callable[[], ov.Model | Path], Callable[[], list[np.ndarray]]]
 
 
 def ir_case(xml: Path, shapes: list[str]) -> list[Case]:
@@ -458,7 +463,7 @@ def ir_case(xml: Path, shapes: list[str]) -> list[Case]:
         dtype = port.get_element_type().to_dtype()
         feed.append(rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
                     else rng.integers(0, 4, shape).astype(dtype))
-    return [(str(xml), lambda: model, lambda: feed)]
+    return [(str(xml), lambda: xml, lambda: feed)]
 
 
 def sweep_cases(f32: Callable[..., np.ndarray]) -> list[Case]:

@@ -22,6 +22,7 @@ from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_outp
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
+from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
 from ir2onnx.passes.ort_types import OrtTypesPass
 from ir2onnx.passes.static_shapes import infer_shapes
 
@@ -71,12 +72,14 @@ def output_name(graph: Graph, r: Layer) -> str:
     return src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}"
 
 
-def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
+def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None, *,
+               f16_as_f32: bool = False) -> ir.Model:
     """Translate a validated IR into an onnx-ir model (initializers are views of the weights).
 
     `opset=None` chooses the lowest opset >= MIN_OPSET that expresses every layer; a given opset is used as it is,
     and every layer that needs a newer one is listed in one error. The choice and its reason are logged and kept in
-    `model.meta["ir2onnx.opset_reason"]`."""
+    `model.meta["ir2onnx.opset_reason"]`. `f16_as_f32`: f16 computation in f32, as OpenVINO's CPU plugin does it
+    (passes/f16_as_f32.py)."""
     check_supported(model.graph)
     if opset is not None:
         if not MIN_OPSET <= opset <= newest_opset():
@@ -100,6 +103,8 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         reason = (f"opset {target}: the lowest that expresses every layer" +
                   (f" ({top[0].where} needs it: {top[0].why}" + (f"; +{len(top) - 1} more" if len(top) > 1 else "")
                    + ")" if top else ""))
+    if f16_as_f32:
+        F16AsF32Pass()(out)
     ort_types = OrtTypesPass()
     ort_types(out)
     layer_map.substitute(out, ort_types.replaced)
