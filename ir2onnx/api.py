@@ -48,7 +48,8 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
             first = str(e).splitlines()[0] if str(e) else ""
             log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
                         "fusion or optimisations", type(e).__name__, first)
-            out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)  # the plain translation, the reference the passes preserve
+            # the plain translation, the reference the passes preserve
+            out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
     if not passed:
         _guard_empty_inputs(out)
         layer_map.refresh(out)

@@ -125,9 +125,10 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
             notes.append("onnxruntime ran the model twice, its Ifs that choose between two forms of one computation "
                          "by batch size forced to each branch; each output's row is the worse run")
             reports = [finish(proto, got, ref, notes, common, rtol, atol) for got in runs]
-            return _worse(reports, [label for label, _ in forced])
-        got = run_jobs([ort_job(onnx_file.path, feed, device, timeout)])[0]
-        report = finish(proto, got, ref, notes, common, rtol, atol)
+            report = _worse(reports, [label for label, _ in forced])
+        else:
+            got = run_jobs([ort_job(onnx_file.path, feed, device, timeout)])[0]
+            report = finish(proto, got, ref, notes, common, rtol, atol)
         if reference and not report.passed and report.failure is None and _computes_in_f16(ir_model.graph):
             report = replace(report, notes=(*report.notes, F16_NOTE))
         return report

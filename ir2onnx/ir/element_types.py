@@ -80,7 +80,6 @@ def parse_element_type(text: str) -> ElementType | None:
     return None
 
 
-
 # IR v10 ("legacy") models: OpenVINO's read_model presents f16 inputs as f32, integer outputs of 32 and 64 bits as
 # i32 (values wrap) and every other output that is not f32 as f32, converting at the model's boundary (the
 # Inference Engine API's precisions, kept for IR v10 only).

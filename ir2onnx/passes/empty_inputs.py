@@ -37,7 +37,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     value_dtype,
 )
-from ir2onnx.passes.loop_utils import is_default_domain, scan_ints
+from ir2onnx.passes.loop_utils import carried_count, is_default_domain, scan_ints, stacked_outputs
 from ir2onnx.passes.static_shapes import infer_shapes
 
 # the axes of X (layout 0: [steps, batch, input]) that must not be empty, per recurrent op
@@ -85,23 +85,15 @@ def _may_be_empty(node: ir.Node) -> bool:
             not all(_known_positive(x, a) for a in RECURRENT_AXES[node.op_type])
     if node.op_type == "Scan":
         x, axis = _first_scan_input(node)
-        body: ir.Graph = node.attributes["body"].value
-        rows = body.outputs[len(node.inputs) - int(attr(node, "num_scan_inputs")):]  # type: ignore[arg-type]
-        return not _known_positive(x, axis) and all(_dtype(o) is not None and o.shape is not None for o in rows)
+        rows = node.attributes["body"].as_graph().outputs[carried_count(node):]
+        return not _known_positive(x, axis) and all(o.dtype is not None and o.shape is not None for o in rows)
     return False
 
 
 def _first_scan_input(node: ir.Node) -> tuple[ir.Value, int]:
-    n_scan = int(attr(node, "num_scan_inputs"))  # type: ignore[arg-type]
-    first = len(node.inputs) - n_scan
-    axes = scan_ints(node, "scan_input_axes", n_scan)
-    x = node.inputs[first]
+    x = node.inputs[carried_count(node)]
     assert x is not None
-    return x, axes[0]
-
-
-def _dtype(v: ir.Value) -> ir.DataType | None:
-    return v.type.dtype if isinstance(v.type, ir.TensorType) else None
+    return x, scan_ints(node, "scan_input_axes", len(node.inputs) - carried_count(node))[0]
 
 
 def _input_size(em: Emitter, node: ir.Node) -> ir.Value:
@@ -130,22 +122,20 @@ def _empty_recurrent(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value
 
 
 def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> ir.Value:
-    n_states = len(node.inputs) - int(attr(node, "num_scan_inputs"))  # type: ignore[arg-type]
     k = old.index()
-    if k < n_states:  # a state: its initial value
+    if k < carried_count(node):  # a state: its initial value
         return branch.op1("Identity", [node.inputs[k]])
-    body: ir.Graph = node.attributes["body"].value
+    body = node.attributes["body"].as_graph()
     row = body.outputs[k]
     assert row.shape is not None  # (_may_be_empty)
-    n_out = len(node.outputs) - n_states
-    axis = scan_ints(node, "scan_output_axes", n_out)[k - n_states] % (len(row.shape) + 1)
+    axis = dict(stacked_outputs(node, body))[k] % (len(row.shape) + 1)
     outer = list(old.shape) if old.shape is not None and len(old.shape) == len(row.shape) + 1 else None
     if outer is not None:
         del outer[axis]
     dims = [d if isinstance(d, int) else o if outer is not None and isinstance(o := outer[i], int) else 0
             for i, d in enumerate(row.shape)]
     dims.insert(axis, 0)
-    zeros = np.zeros(dims, _dtype(row).numpy())  # type: ignore[union-attr]
+    zeros = np.zeros(dims, row.dtype.numpy())  # type: ignore[union-attr]
     return branch.op1("Identity", [em.const(zeros, "empty")])
 
 
@@ -163,5 +153,5 @@ def _guard(node: ir.Node, root: ir.Graph, names: set[str], condition: Callable[[
     results = em.op("If", [condition(em, node)], branches, outputs=len(outputs))
     em.commit()
     replace_node(node, list(zip(outputs, results)), "unguarded")
-    return dict(zip(outputs, results))
     own_weights(branches["then_branch"])
+    return dict(zip(outputs, results))

@@ -36,10 +36,9 @@ _TENSOR_ATTRS = {("Constant", "value"), ("ConstantOfShape", "value")}
 
 
 class F16AsF32Pass:
-    """Rewrite a model's f16 computation to f32 in place; `changed` says whether there was any."""
+    """Rewrite a model's f16 computation to f32 in place."""
 
     def __init__(self) -> None:
-        self.changed = False
         self._keep: set[ir.Node] = set()  # the boundary casts this pass adds
 
     def __call__(self, model: ir.Model) -> None:
@@ -81,7 +80,6 @@ class F16AsF32Pass:
         node.outputs[0].dtype = to
         node.outputs[0].shape = v.shape
         self._keep.add(node)
-        self.changed = True
         return node
 
     def _graph(self, graph: ir.Graph) -> None:
@@ -108,17 +106,14 @@ class F16AsF32Pass:
             key = (node.op_type, name)
             if key in _DTYPE_ATTRS and attr.as_int() == int(F16):
                 node.attributes[name] = ir.AttrInt64(name, int(F32))
-                self.changed = True
             elif key in _TENSOR_ATTRS and attr.type == ir.AttributeType.TENSOR and attr.as_tensor().dtype == F16:
                 array = attr.as_tensor().numpy().astype(np.float32)
                 node.attributes[name] = ir.AttrTensor(name, ir.tensor(array, name=attr.as_tensor().name))
-                self.changed = True
 
     def _retype(self, v: ir.Value) -> None:
         new = _f32_type(v.type)
         if new is not None:
             v.type = new
-            self.changed = True
 
 
 def _names(graph: ir.Graph) -> set[str]:

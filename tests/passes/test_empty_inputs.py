@@ -76,6 +76,9 @@ def test_empty_inputs(tmp_path: Path, op: str, direction: str, initial: bool) ->
     proto = _node_model(op, direction, initial, ["T", "N", I])
     guarded = _guarded(proto)
     assert [n.op_type for n in guarded.graph.node][-1] == "If" and count_ops(guarded, op) == 1
+    then_branch = next(a.g for a in guarded.graph.node[-1].attribute if a.name == "then_branch")
+    assert {t.name for t in then_branch.initializer} == {"W", "R", "B"}, \
+        "the node's weights are the branch's own (onnxruntime prepacks those)"
     d = 2 if direction == "bidirectional" else 1
     rng = np.random.default_rng(1)
     for steps, rows in ((5, 2), (1, 1), (0, 2), (3, 0), (0, 0)):
