@@ -27,10 +27,16 @@ _GENERIC_INT = (0, 3)
 _TRIP = (3, 7)
 
 
-def input_specs(model: onnx.ModelProto) -> list[tuple[str, np.dtype, list[int | None]]]:
+def input_specs(model: onnx.ModelProto, optional: bool = False) -> list[tuple[str, np.dtype, list[int | None]]]:
+    """(name, dtype, dims) of the model's inputs; the `optional(tensor)` ones (variable states, which a run leaves out
+    to start from their initial values) only with `optional`."""
     specs = []
     for vi in model.graph.input:
         tt = vi.type.tensor_type
+        if vi.type.HasField("optional_type"):
+            if not optional:
+                continue
+            tt = vi.type.optional_type.elem_type.tensor_type
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         specs.append((vi.name, dtype, dims))
@@ -158,10 +164,11 @@ def load_inputs(path: str, model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 
 def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto) -> dict[str, np.ndarray]:
-    specs = input_specs(model)
+    specs = input_specs(model, optional=True)
     names = [s[0] for s in specs]
     problems = []
-    missing = [n for n in names if n not in given]
+    required = {s[0] for s in input_specs(model)}
+    missing = [n for n in names if n not in given and n in required]
     unknown = [k for k in given if k not in names]
     if missing:
         problems.append(f"missing input(s): {', '.join(missing)}")

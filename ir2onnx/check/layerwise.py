@@ -68,7 +68,7 @@ def _ov_layers(info: dict, arrays: list[np.ndarray]) -> dict[tuple[str, int], np
 def run_layerwise(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], notes: list[str],  # type: ignore[no-untyped-def]
                   common: dict, *, given: bool, rtol: float, atol: float, timeout: float | None,
                   bin_path: str | None) -> CheckReport:
-    from ir2onnx.check.runner import finish, ort_job, ov_job, reference_failure
+    from ir2onnx.check.runner import finish, model_states, ort_job, ov_job, reference_failure
 
     proto = onnx_file.proto
     device = common["device"]
@@ -81,7 +81,8 @@ def run_layerwise(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], 
                         "outputs were compared")
     if level.ambiguous:
         lw_notes.append(f"layers sharing a name were not compared: {', '.join(sorted(level.ambiguous))}")
-    ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True)])[0]
+    ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
+                           states=model_states(proto))])[0]
     if isinstance(ref, RuntimeFailure):
         raise reference_failure(ref, notes, given)
     exposed, _ = expose(onnx_file.full(), [name for _, _, name in ports])

@@ -3,6 +3,7 @@ layer). Each runtime runs in a child process with a time limit."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from ir2onnx.check.report import CheckReport, OutputComparison, Placement
 from ir2onnx.errors import CheckError
 from ir2onnx.ir import load
 from ir2onnx.ir.model import Graph
+from ir2onnx.markers import STATES
 
 
 class OnnxFile:
@@ -72,9 +74,19 @@ def ort_job(path: str, feed: Mapping[str, np.ndarray], device: str, timeout: flo
 
 
 def ov_job(xml: str, bin_path: str | None, feed: Mapping[str, np.ndarray], timeout: float | None,
-           layers: bool = False, body_path: list[str] | None = None) -> Job:
+           layers: bool = False, body_path: list[str] | None = None, states: dict | None = None) -> Job:
     return Job("OpenVINO", {"task": "openvino", "xml": xml, "bin": bin_path, "layers": layers,
-                            "body_path": body_path}, feed, timeout)
+                            "body_path": body_path, "states": states}, feed, timeout)
+
+
+def model_states(proto: onnx.ModelProto) -> dict:
+    """What OpenVINO is told about the model's variables (convert/ops/state.py): the state inputs' variables ("inputs":
+    input name -> variable id, set from the feed when given) and the variables whose stored values follow its
+    outputs, in the ONNX model's output order ("stored")."""
+    meta = {p.key: p.value for p in proto.metadata_props}
+    pairs = json.loads(meta[STATES]) if STATES in meta else []
+    return {"inputs": {p["input"]: p["variable"] for p in pairs if p["input"]},
+            "stored": [p["variable"] for p in pairs if p["output"]]}
 
 
 def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> CheckError:
@@ -116,7 +128,8 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
 
             return run_layerwise(ir_model, onnx_file, feed, notes, common, given=inputs is not None, rtol=rtol,
                                  atol=atol, timeout=timeout, bin_path=bin_path)
-        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout)])[0] if reference else None
+        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout, states=model_states(proto))])[0] \
+            if reference else None
         if isinstance(ref, RuntimeFailure):
             raise reference_failure(ref, notes, inputs is not None)
         if equivalent_branch_ifs(proto.graph):  # both forms, whichever the inputs' batch would pick

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
-_SKIP_TYPES = ("Parameter", "Constant", "Result")
+_SKIP_TYPES = ("Parameter", "Constant", "Result", "Assign")  # an Assign's output is its input; OpenVINO cannot expose it
 
 
 # ---- arrays in and out (ml_dtypes types such as bfloat16 travel as raw bytes with their type name)
@@ -108,8 +108,11 @@ def _run_onnxruntime(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tupl
 
 
 # ---- OpenVINO
-def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Run `model` (inputs by parameter position); also return the values of the output ports in `extra`."""
+def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
+           states: dict[str, Any] | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Run `model` (inputs by parameter position); also return the values of the output ports in `extra`.
+    `states`: "given" (variable id -> value to start from; the others start from their initial values) and "stored"
+    (variable ids whose values after the run follow the outputs, in that order)."""
     n = len(model.outputs)
     consts: dict[int, np.ndarray] = {}
     wanted = []
@@ -123,14 +126,25 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any]) -> t
     positions = [next(j for j, o in enumerate(model.outputs) if o == a) for a in added]
     compiled = core.compile_model(model, "CPU", F32_CONFIG)
     request = compiled.create_infer_request()  # fresh request: reused ones keep stale Loop output shapes
+    states = states or {}
+    variables = {v.name: v for v in request.query_state()}
+    for vid, value in (states.get("given") or {}).items():
+        variables[vid].state = ov_tensor(value)
     result = request.infer([np.asarray(a) for a in feed])
     values = [np.array(result[out]) for out in compiled.outputs]
+    stored = [np.array(variables[vid].state.data) for vid in states.get("stored") or []]
     extra_values: list[np.ndarray] = [np.empty(0)] * len(extra)
     for (i, _), j in zip(wanted, positions):
         extra_values[i] = values[j]
     for i, v in consts.items():
         extra_values[i] = v
-    return values[:n], extra_values
+    return values[:n] + stored, extra_values
+
+
+def ov_tensor(value: np.ndarray) -> Any:
+    import openvino as ov
+
+    return ov.Tensor(np.ascontiguousarray(value))
 
 
 def _layer_ports(model: Any) -> tuple[list[tuple[str, int]], list[Any]]:
@@ -204,7 +218,10 @@ def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[d
         info["body_parameters"] = [p.get_friendly_name() for p in model.get_parameters()]
         body_feeds = list(feed)
     keys, ports = _layer_ports(model) if job.get("layers") else ([], [])
-    outs, layer_values = _infer(core, model, feed, ports)
+    state_job = job.get("states") or {}
+    states = {"given": {vid: inputs[name] for name, vid in (state_job.get("inputs") or {}).items() if name in inputs},
+              "stored": state_job.get("stored") or []}
+    outs, layer_values = _infer(core, model, feed, ports, states if not body_feeds else None)
     info["outputs"] = len(outs)
     info["layers"] = [list(k) for k in keys]
     info["body_feeds"] = len(body_feeds)

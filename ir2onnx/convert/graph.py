@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import onnx_ir as ir
 
@@ -47,8 +48,16 @@ def check_supported(graph: Graph) -> None:
         raise UnsupportedOpsError(missing)
 
 
+@dataclass
+class States:
+    """The model's variables (ReadValue/Assign, ops/state.py): variable id -> its state input / its stored value."""
+
+    inputs: dict[str, ir.Value] = field(default_factory=dict)
+    outputs: dict[str, ir.Value] = field(default_factory=dict)
+
+
 class Translator:
-    """Shared state of one conversion (the weights). Bodies are translated by the same loop."""
+    """Shared state of one conversion (the weights, the variables). Bodies are translated by the same loop."""
 
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
@@ -57,6 +66,7 @@ class Translator:
         # "PATH:PORT" -> the value carrying that layer output (see layer_map.py), and the loops being translated
         self.layer_values: dict[str, ir.Value] = {}
         self._scopes: list[tuple[Layer, str]] = []
+        self.states = States()
 
     def _scope(self, graph: Graph) -> str:
         """The id path of the bodies enclosing `graph` (`7/3/` inside body 3 of body 7; `""` for the main graph)."""

@@ -8,6 +8,7 @@ require_opset); a translation that recorded a need above its opset is redone at 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 
 import onnx
@@ -16,12 +17,14 @@ import onnx_ir as ir
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, mark_runtime_dims, set_value_type, value_type
-from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
+from ir2onnx.convert.graph import States, Translator, body_output, check_supported, declare_type
+from ir2onnx.convert.ops.state import NEXT_SUFFIX, boundary_name
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
+from ir2onnx.markers import STATES
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
 from ir2onnx.passes.ort_types import OrtTypesPass
 from ir2onnx.passes.static_shapes import infer_shapes
@@ -164,12 +167,15 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
         used = {o.name for o in outputs} | set(in_names)
         v.name = name if name not in used else b.names.fresh(name)
         outputs.append(v)
+    pairs = _state_outputs(b, g, translator.states, outputs, taken)
     for v in outputs:
         if v not in b.inputs:  # dims (and rank: stale in some IRs) come from ONNX shape inference below
             declare_type(v, value_type(v), None)
     graph = b.build(outputs, model.name or "ir2onnx")
     _drop_unused_initializers(graph)
     out = ir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
+    if pairs:
+        out.metadata_props[STATES] = json.dumps(pairs)
     if b.opset_needs:  # translated again at a newer opset, or refused: no shape inference needed
         return out, b.opset_needs
     infer_shapes(out)  # outputs and bodies carry derived, not stale, shapes
@@ -178,6 +184,27 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
             v.shape = _complete_shape(v.shape, r.inputs[0].dims)
     layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
+
+
+def _state_outputs(b: GraphBuilder, g: Graph, states: States, outputs: list[ir.Value],
+                   taken: set[ir.Value]) -> list[dict[str, str | None]]:
+    """Order the state inputs and append the stored values to `outputs` (`<variable id>.next`), variables in the
+    XML order of their first ReadValue/Assign layer; returns the variables' input/output name pairs (ops/state.py)."""
+    order = [layer.data.get("variable_id", "") for layer in g.layers if layer.type_key in ("readvalue", "assign")]
+    variables = [vid for vid in dict.fromkeys(order) if vid in states.inputs or vid in states.outputs]
+    state_inputs = [states.inputs[vid] for vid in variables if vid in states.inputs]
+    b.inputs[:] = [v for v in b.inputs if v not in state_inputs] + state_inputs
+    pairs: list[dict[str, str | None]] = []
+    for vid in variables:
+        state_in = states.inputs.get(vid)
+        pair: dict[str, str | None] = {"variable": vid, "input": state_in.name if state_in else None, "output": None}
+        if vid in states.outputs:
+            v = body_output(b, states.outputs[vid], taken)
+            v.name = boundary_name(b.names, vid + NEXT_SUFFIX)
+            outputs.append(v)
+            pair["output"] = v.name
+        pairs.append(pair)
+    return pairs
 
 
 def _cast(b: GraphBuilder, v: ir.Value, et: ElementType) -> ir.Value:

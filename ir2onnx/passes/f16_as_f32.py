@@ -58,6 +58,10 @@ class F16AsF32Pass:
     def _boundary(self, graph: ir.Graph) -> None:
         """Cast the model's f16 inputs to f32 where they are read, and f32 results back to f16 as outputs."""
         for v in graph.inputs:
+            if isinstance(v.type, ir.OptionalType):  # a variable's state (convert/ops/state.py): cast where unwrapped
+                if _f32_type(v.type) is not None:
+                    self._cast_unwrapped(v)
+                continue
             if v.dtype == F16 and v.uses():
                 cast = self._cast(v, F32)
                 graph.insert_before(next(iter(graph)), cast)  # a graph whose input is read has a node
@@ -72,6 +76,19 @@ class F16AsF32Pass:
             cast.outputs[0].name = name
             graph.append(cast)
             graph.outputs[i] = cast.outputs[0]
+
+    def _cast_unwrapped(self, v: ir.Value) -> None:
+        """The f16 tensors an optional f16 input holds, cast to f32 where OptionalGetElement takes them out."""
+        for use in list(v.uses()):
+            node = use.node
+            if node.op_type != "OptionalGetElement" or node.graph is None:
+                continue
+            self._keep.add(node)
+            out = node.outputs[0]
+            cast = self._cast(out, F32)
+            out.replace_all_uses_with(cast.outputs[0], replace_graph_outputs=True)  # an If branch's output
+            cast.replace_input_with(0, out)
+            node.graph.insert_after(node, cast)
 
     def _cast(self, v: ir.Value, to: ir.DataType) -> ir.Node:
         out = self._fresh(f"{v.name}__{'f32' if to == F32 else 'f16'}")

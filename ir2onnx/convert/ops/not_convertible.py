@@ -6,15 +6,11 @@ from ir2onnx.convert.registry import not_convertible
 
 _RANDOM = ("ONNX random ops do not define their generator, so OpenVINO's seeded (Philox) sequence cannot be "
            "reproduced")
-_STATE = ("a variable that keeps its value between inference calls; an ONNX model is stateless (expose the state as "
-          "an input and an output before converting)")
 _STRINGS = "ONNX has no op that builds strings from, or splits them into, begins/ends/byte tensors"
 
 for _op, _why in (
     ("RandomUniform", _RANDOM),
     ("Multinomial", _RANDOM),
-    ("ReadValue", _STATE),
-    ("Assign", _STATE),
     ("StringTensorPack", _STRINGS),
     ("StringTensorUnpack", _STRINGS),
 ):
