@@ -7,7 +7,8 @@ the ONNX model is faster) are printed.
 
 Networks: the specification's TensorIterator over LSTMCell (input 512, hidden 256) at several lengths and batches,
 the same with per-step work around the cell (a projection of the slice before it, tanh(h W_o + b_o) as the output),
-the same over GRUCell and RNNCell, Keras LSTM / GRU / bidirectional LSTM layers (input 128, hidden 256, T=100) in the
+the same over GRUCell and RNNCell, the same after OpenVINO's LowLatency2 as a streaming model runs it (states in
+variables, chunks of 4 or 16 frames per call; onnxruntime fed the states the previous call stored), Keras LSTM / GRU / bidirectional LSTM layers (input 128, hidden 256, T=100) in the
 form OpenVINO's TensorFlow frontend gives them (a Loop over MatMul + gate Split + Sigmoid/Tanh with counters, a
 Gather per step and a TensorList buffer; rebuilt here with OpenVINO's Python API, the structure checked against
 tests/fixtures/rnn_keras_*), PyTorch nn.LSTM / nn.GRU / nn.RNN (input 512, hidden 256) as OpenVINO's PyTorch frontend
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import re
 import statistics
 import tempfile
@@ -39,6 +41,7 @@ import openvino.opset13 as ops
 import ir2onnx
 from ir2onnx.check.onnx_edit import all_nodes
 from ir2onnx.errors import ConversionError
+from ir2onnx.markers import STATES
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 
@@ -89,6 +92,16 @@ def ti_cell(kind: str, steps: int, batch: int, inputs: int, hidden: int, extra: 
     if kind == "lstm":
         ti.set_merged_input(body_params[2], params[2].output(0), results[2].output(0))
     return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], params)
+
+
+def streaming(steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
+    """The TensorIterator LSTM after OpenVINO's LowLatency2, as a streaming speech model is deployed: its states
+    live in variables across calls, each call takes a chunk of `steps` frames."""
+    from openvino._offline_transformations import apply_low_latency_transformation
+
+    model = ti_cell("lstm", steps, batch, inputs, hidden)
+    apply_low_latency_transformation(model, True)
+    return model
 
 
 def ti_stacked(steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
@@ -396,7 +409,17 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
 
     def onnxruntime(proto: Any, names: list[str]) -> Callable[[], object]:
         session = ort_session(proto, args.threads)
-        return lambda: session.run(None, dict(zip(names, feed)))
+        pairs = json.loads({p.key: p.value for p in proto.metadata_props}.get(STATES, "[]"))
+        if not pairs:
+            return lambda: session.run(None, dict(zip(names, feed)))
+        # a stateful model: each call starts from the values the previous one stored, as OpenVINO's request does
+        outputs = [o.name for o in session.get_outputs()]
+        states: dict[str, np.ndarray] = {}
+
+        def call() -> None:
+            got = dict(zip(outputs, session.run(None, {**dict(zip(names, feed)), **states})))
+            states.update({p["input"]: got[p["output"]] for p in pairs if p["input"] and p["output"]})
+        return call
 
     makers: dict[str, Callable[[], Callable[[], object]]] = {"openvino": openvino}
     for k, (proto, names, _, _) in runs.items():
@@ -492,6 +515,10 @@ def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
         for batch in (1, 16):
             cases.append((f"TI LSTMCell 512/256 T={steps} B={batch}", lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
                           lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
+    for steps, batch in ((4, 1), (16, 1), (4, 16)):
+        cases.append((f"TI LSTMCell LowLatency2 512/256 T={steps} B={batch}",
+                      lambda s=steps, b=batch: streaming(s, b, 512, 256),
+                      lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
     for batch in (1, 16):
         cases.append((f"TI LSTMCell + projections 512/256 T=100 B={batch}",
                       lambda b=batch: ti_cell("lstm", 100, b, 512, 256, extra=True),
