@@ -38,6 +38,18 @@ def ti_lstm() -> ov.Model:
     return ov.Model([y], [X, H0, C0], "ti_lstm")
 
 
+def streaming_lstm() -> ov.Model:
+    """The ti_lstm network as a streaming model runs it: OpenVINO's LowLatency2 moves its states into variables
+    (ReadValue/Assign) kept between calls, each call a chunk of 4 frames."""
+    from openvino._offline_transformations import apply_low_latency_transformation
+
+    model = ti_lstm()
+    model.reshape({"X": [1, 4, 64]})
+    apply_low_latency_transformation(model, True)
+    model.set_friendly_name("streaming_lstm")
+    return model
+
+
 def while_loop() -> ov.Model:
     """Loop-5 with no trip limit (-1): doubles x until sum(|x|) reaches a limit; returns x and the step count."""
     X = ops.parameter([4], np.float32, name="x")
@@ -89,7 +101,7 @@ def nested() -> ov.Model:
 
 
 def main() -> None:
-    for make in (ti_lstm, while_loop, nested):
+    for make in (ti_lstm, streaming_lstm, while_loop, nested):
         out = ROOT / make.__name__
         out.mkdir(parents=True, exist_ok=True)
         ov.save_model(make(), str(out / "model.xml"), compress_to_fp16=False)

@@ -18,7 +18,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
-@pytest.mark.parametrize("sample", ["ti_lstm", "while_loop", "nested"])
+@pytest.mark.parametrize("sample", ["ti_lstm", "streaming_lstm", "while_loop", "nested"])
 def test_convert_and_check_samples(tmp_path: Path, sample: str) -> None:
     out = tmp_path / f"{sample}.onnx"
     r = run("convert", str(SAMPLES / sample / "model.xml"), "-o", str(out), "--check")
