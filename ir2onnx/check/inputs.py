@@ -167,8 +167,8 @@ def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto) -> 
     specs = input_specs(model, optional=True)
     names = [s[0] for s in specs]
     problems = []
-    required = {s[0] for s in input_specs(model)}
-    missing = [n for n in names if n not in given and n in required]
+    optional = {vi.name for vi in model.graph.input if vi.type.HasField("optional_type")}
+    missing = [n for n in names if n not in given and n not in optional]
     unknown = [k for k in given if k not in names]
     if missing:
         problems.append(f"missing input(s): {', '.join(missing)}")

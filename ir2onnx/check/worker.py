@@ -113,6 +113,8 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     """Run `model` (inputs by parameter position); also return the values of the output ports in `extra`.
     `states`: "given" (variable id -> value to start from; the others start from their initial values) and "stored"
     (variable ids whose values after the run follow the outputs, in that order)."""
+    import openvino as ov
+
     n = len(model.outputs)
     consts: dict[int, np.ndarray] = {}
     wanted = []
@@ -129,7 +131,7 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     states = states or {}
     variables = {v.name: v for v in request.query_state()}
     for vid, value in (states.get("given") or {}).items():
-        variables[vid].state = ov_tensor(value)
+        variables[vid].state = ov.Tensor(np.ascontiguousarray(value))
     result = request.infer([np.asarray(a) for a in feed])
     values = [np.array(result[out]) for out in compiled.outputs]
     stored = [np.array(variables[vid].state.data) for vid in states.get("stored") or []]
@@ -139,13 +141,6 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     for i, v in consts.items():
         extra_values[i] = v
     return values[:n] + stored, extra_values
-
-
-def ov_tensor(value: np.ndarray) -> Any:
-    import openvino as ov
-
-    return ov.Tensor(np.ascontiguousarray(value))
-
 
 def _layer_ports(model: Any) -> tuple[list[tuple[str, int]], list[Any]]:
     keys, ports = [], []

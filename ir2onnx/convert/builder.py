@@ -47,6 +47,11 @@ class Names:
         self._used.add(name)
         return True
 
+    def claim(self, name: str) -> str:
+        """`name` itself when no value has it yet (a model input/output keeps the name it was asked for), else a
+        fresh variant."""
+        return name if self.reserve(name) else self.fresh(name)
+
     def fresh(self, hint: str) -> str:
         base = _sanitize(hint)
         if self.reserve(base):

@@ -18,7 +18,7 @@ from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import States, Translator, body_output, check_supported, declare_type
-from ir2onnx.convert.ops.state import NEXT_SUFFIX, boundary_name
+from ir2onnx.convert.ops.state import NEXT_SUFFIX
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
@@ -200,7 +200,7 @@ def _state_outputs(b: GraphBuilder, g: Graph, states: States, outputs: list[ir.V
         pair: dict[str, str | None] = {"variable": vid, "input": state_in.name if state_in else None, "output": None}
         if vid in states.outputs:
             v = body_output(b, states.outputs[vid], taken)
-            v.name = boundary_name(b.names, vid + NEXT_SUFFIX)
+            v.name = b.names.claim(vid + NEXT_SUFFIX)
             outputs.append(v)
             pair["output"] = v.name
         pairs.append(pair)

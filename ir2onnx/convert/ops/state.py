@@ -19,17 +19,12 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import Names, onnx_dtype
+from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.xml_reader import parse_shape
 
 NEXT_SUFFIX = ".next"
-
-
-def boundary_name(names: Names, name: str) -> str:
-    """`name` itself for a model input/output when no value has it yet, else a fresh variant."""
-    return name if names.reserve(name) else names.fresh(name)
 
 
 def _variable_id(ctx: LayerContext) -> str:
@@ -58,11 +53,11 @@ def read_value(ctx: LayerContext) -> ir.Value:
     if vid in states.inputs:  # a second reader of the same variable reads the same input
         state = states.inputs[vid]
     else:
-        name = boundary_name(ctx.b.names, vid)
+        name = ctx.b.names.claim(vid)
         shape = None if declared is None else \
             ir.Shape([d if d is not None else f"{name}_d{i}" for i, d in enumerate(declared)])
         state = ir.Value(name=name, type=ir.OptionalType(ir.TensorType(dtype)), shape=shape)
-        ctx.b.root.inputs.append(state)
+        ctx.b.inputs.append(state)  # the main graph's builder (_variable_id)
         states.inputs[vid] = state
     if len(ctx.layer.inputs) > 0:
         initial = ctx.inputs[0]

@@ -15,6 +15,7 @@ from ir2onnx.check.compare import compare_output
 from ir2onnx.check.runner import run_check
 from ir2onnx.check.worker import F32_CONFIG
 from ir2onnx.markers import STATES
+from tests.convert.control_flow.builders import ti_lstm
 from tests.utils import convert_checked, count_loops, count_ops, ov, save_ir
 
 ops = pytest.importorskip("openvino.opset13")
@@ -59,36 +60,13 @@ def assert_calls(xml: Path, feeds: Sequence[Sequence[np.ndarray]], atol: float =
     return proto
 
 
-def _lstm_ti(steps: int, batch: int, inputs: int, hidden: int) -> ov.Model:
-    """The specification's TensorIterator over an LSTMCell (time axis 1), initial states as inputs."""
-    rng = np.random.default_rng(1)
-    X = ops.parameter([batch, steps, inputs], np.float32, name="X")
-    H0 = ops.parameter([batch, hidden], np.float32, name="H0")
-    C0 = ops.parameter([batch, hidden], np.float32, name="C0")
-    bx = ops.parameter([batch, 1, inputs], np.float32)
-    bh = ops.parameter([batch, hidden], np.float32)
-    bc = ops.parameter([batch, hidden], np.float32)
-    w = ops.constant((rng.standard_normal((4 * hidden, inputs)) * 0.3).astype(np.float32))
-    r = ops.constant((rng.standard_normal((4 * hidden, hidden)) * 0.3).astype(np.float32))
-    b = ops.constant((rng.standard_normal(4 * hidden) * 0.1).astype(np.float32))
-    cell = ops.lstm_cell(ops.squeeze(bx, [1]), bh, bc, w, r, b, hidden)
-    r_h, r_c = ops.result(cell.output(0)), ops.result(cell.output(1))
-    r_y = ops.result(ops.unsqueeze(cell.output(0), [1]))
-    ti = ops.tensor_iterator()
-    ti.set_body(ov.Model([r_h, r_c, r_y], [bx, bh, bc]))
-    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
-    ti.set_merged_input(bh, H0.output(0), r_h.output(0))
-    ti.set_merged_input(bc, C0.output(0), r_c.output(0))
-    return ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X, H0, C0])
-
-
 @pytest.mark.parametrize("const_initializer", [True, False], ids=["zeros", "from_inputs"])
 def test_low_latency_lstm(tmp_path: Path, const_initializer: bool) -> None:
     """OpenVINO's own LowLatency2 transformation (a streaming speech model's form): the TensorIterator's states live
     in variables; converted, the loop still becomes one LSTM and three calls agree."""
     from openvino._offline_transformations import apply_low_latency_transformation
 
-    model = _lstm_ti(5, 2, 8, 6)
+    model = ti_lstm(2, 5, 8, 6)
     apply_low_latency_transformation(model, const_initializer)
     xml = save_ir(model, tmp_path)
     rng = np.random.default_rng(0)
