@@ -13,7 +13,9 @@ form OpenVINO's TensorFlow frontend gives them (a Loop over MatMul + gate Split 
 Gather per step and a TensorList buffer; rebuilt here with OpenVINO's Python API, the structure checked against
 tests/fixtures/rnn_keras_*), PyTorch nn.LSTM / nn.GRU / nn.RNN (input 512, hidden 256) as OpenVINO's PyTorch frontend
 gives them (a sequence op whose lengths are the input's time axis read at run time; checked against
-tests/fixtures/torch_lstm), and a Loop with a generic (non-cell) body.
+tests/fixtures/torch_lstm), the same rewritten by OpenVINO's ConvertSequenceToTensorIterator (a TensorIterator over
+the cell masked by a step counter against the lengths; also with the lengths as an input), and a Loop with a generic
+(non-cell) body.
 
 `--ir model.xml` times one IR of your own instead (random inputs of its static shapes, or `--shape` per input).
 
@@ -240,10 +242,12 @@ def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
     return ov.Model([ops.transpose(y, perm)], [X])
 
 
-def torch_layer(kind: str, inputs: int, hidden: int) -> ov.Model:
+def torch_layer(kind: str, inputs: int, hidden: int, as_ti: bool = False, lengths_input: bool = False) -> ov.Model:
     """nn.LSTM / nn.GRU / nn.RNN (batch_first) as OpenVINO's PyTorch frontend converts them: an LSTMSequence /
     GRUSequence / RNNSequence on dynamic shapes, with zero initial states and the input's time axis, read at run time,
-    as every batch row's length."""
+    as every batch row's length (`lengths_input`: the lengths are a second input instead). `as_ti`: rewritten by
+    OpenVINO's ConvertSequenceToTensorIterator (a TensorIterator over the cell, masked by a step counter against
+    the lengths), the form OpenVINO's own transformations leave."""
     rng = np.random.default_rng(0)
     g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
     X = ops.parameter([-1, -1, -1], np.float32, name="x")
@@ -254,7 +258,8 @@ def torch_layer(kind: str, inputs: int, hidden: int) -> ov.Model:
                                       ops.constant(np.array([hidden], np.int64))], 0))
     h0 = ops.reshape(zeros, ops.constant(np.array([-1, 1, hidden], np.int64)), False)
     steps = ops.gather(ops.convert(shape, np.int32), ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0)))
-    lens = ops.broadcast(steps, ops.convert(batch, np.int32))
+    lens = ops.parameter([-1], np.int32, name="lengths") if lengths_input else \
+        ops.broadcast(steps, ops.convert(batch, np.int32))
     w, r = ops.constant(_w(rng, 1, g * hidden, inputs)), ops.constant(_w(rng, 1, g * hidden, hidden))
     if kind == "lstm":
         seq = ops.lstm_sequence(X, h0, h0, lens, w, r, ops.constant(_w(rng, 1, 4 * hidden)), hidden, "forward")
@@ -263,7 +268,11 @@ def torch_layer(kind: str, inputs: int, hidden: int) -> ov.Model:
                                linear_before_reset=True)
     else:
         seq = ops.rnn_sequence(X, h0, lens, w, r, ops.constant(_w(rng, 1, hidden)), hidden, "forward")
-    return ov.Model([ops.squeeze(seq.output(0), ops.constant(np.int64(1)))], [X])
+    model = ov.Model([ops.squeeze(seq.output(0), ops.constant(np.int64(1)))], [X, lens] if lengths_input else [X])
+    if as_ti:
+        from openvino._offline_transformations import convert_sequence_to_tensor_iterator_transformation
+        convert_sequence_to_tensor_iterator_transformation(model)
+    return model
 
 
 def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
@@ -540,6 +549,11 @@ def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
         for batch in (1, 16):
             cases.append((f"PyTorch {label} 512/256 T=100 B={batch}", lambda k=kind: torch_layer(k, 512, 256),
                           lambda b=batch: [f32(b, 100, 512)]))
+    for kind, label, lengths in (("lstm", "LSTM", False), ("gru", "GRU", False), ("lstm", "LSTM + lengths", True)):
+        for batch in (1, 16):
+            cases.append((f"PyTorch {label} as TI 512/256 T=100 B={batch}",
+                          lambda k=kind, n=lengths: torch_layer(k, 512, 256, as_ti=True, lengths_input=n),
+                          lambda b=batch, n=lengths: [f32(b, 100, 512)] + ([np.full(b, 100, np.int32)] if n else [])))
     for batch in (1, 16):
         cases.append((f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
                       lambda b=batch: [f32(100, b, 256), f32(b, 256)]))

@@ -8,9 +8,10 @@ the result, but they keep the node from the rewrites that need none: the RNN low
 
 Lengths are dropped only when proven: a constant equal to a static time dimension, or a value every element of which
 is read from the shape of the recurrent input's time axis, through ops that only move, broadcast or re-type those
-elements (Cast to an integer type, Expand, Tile, Concat, reshapes, Gather of a Shape) and, on the input's side,
-through ops that keep the size of the time axis (Transpose, Squeeze, Unsqueeze, Reshape copying it with a 0, Cast,
-unary elementwise ops, and another recurrent node, whose Y has its input's length).
+elements (Cast to an integer type, Expand, Tile, Concat, reshapes, Gather of a Shape, Min/Max of one size, Max
+with 0: the recurrent fusion's clipping) and, on the input's side, through ops that keep the size of the time axis
+(Transpose, Squeeze, Unsqueeze, Reshape copying it with a 0, Cast, unary elementwise ops, and another recurrent
+node, whose Y has its input's length).
 """
 
 from __future__ import annotations
@@ -71,6 +72,15 @@ def _uniform_source(v: ir.Value) -> Dim | None:
     if op == "Gather" and attr(node, "axis", 0) == 0:
         index = int_scalar(input_at(node, 1))
         return None if index is None else _shape_element(node.inputs[0], index)
+    if op == "Shape":  # one dim (Shape with start and end)
+        return _shape_element(v, 0) if _shape_element(v, 1) is None else None
+    if op in ("Min", "Max") and len(node.inputs) == 2:  # of one size twice, or a size and a bound it never passes
+        a, b = (_uniform_source(i) if i is not None else None for i in node.inputs)
+        if a is not None and b is not None:
+            return a if _root(a) == _root(b) else None
+        bound = next((int_scalar(i) for i in node.inputs if int_scalar(i) is not None), None)
+        if op == "Max" and bound is not None and bound <= 0:  # a size is never negative
+            return a or b
     return None
 
 

@@ -28,7 +28,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedNodesPass
 
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
-from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan, step_lengths
+from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan, row_lengths
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     NoMatch,
@@ -38,6 +38,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     distinct_output,
     fresh_name,
     producer,
+    rank_of,
     shape_of,
     through,
     view_root,
@@ -101,7 +102,7 @@ def match_cell(view: LoopView, mask: _Mask | None = None) -> Cell:
     if any(n.op_type in ("LSTM", "GRU", "RNN") for n in body):
         return step_node_cell(body)
     reasons: list[str] = []
-    roots = [(s, view_root(mask.unmask(s.body_out, s.body_in) if mask else s.body_out)[0]) for s in view.states]
+    roots = [(s, view_root(mask.unmask(s.body_out, s.body_in)[0] if mask else s.body_out)[0]) for s in view.states]
     for hs, h_new in roots:
         for cs, c_new in roots:
             if cs is not hs:
@@ -175,8 +176,18 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
     c_state = _state_of(view, cell.c_in, "cell state")
     plan: list[tuple[State, str, str | None, list[ir.Node]]] = []  # (state, kind, form, glue)
     copies: list[tuple[State, State, list[ir.Node]]] = []  # (state, the state it copies, glue)
+    holders: list[tuple[State, str, str, list[ir.Node]]] = []  # (state, kind, form, glue): held at a row's last step
+    unmasked: list[ir.Value] = []  # values read after the loop that no mask explains (wrong if there are lengths)
     for s in view.states:
-        r, chain = mask.root(s.body_out, s.body_in)
+        new = mask.last(s.body_out, s.body_in)
+        if new is not None:
+            r, chain = view_root(new)
+            kind = "h" if r in cell.h_out else "c" if r in cell.c_out else None
+            if kind is None or len(s.body_in.uses()) != 1 or rank_of(s.init) != 2:
+                raise NoMatch("a value held at a row's last step is not the cell's new [batch, hidden] state")
+            holders.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
+            continue
+        r, chain, how = mask.root(s.body_out, s.body_in)
         if r is s.body_in and all(n.op_type == "Identity" for n in chain):  # carried through unchanged
             plan.append((s, "same", None, []))
             continue
@@ -192,79 +203,116 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
             raise NoMatch("the state fed back is not the one the cell reads")
         if mask.lens is not None and kind == "h" and s is not h_state and not _same_start(s, h_state):
             raise NoMatch("a masked copy of the hidden state starts elsewhere")  # a row of length 0 keeps its own
+        if how == "zeros" and _used(s.final):  # the final value would be zeros for every row shorter than the loop
+            raise NoMatch("a state zeroed past a row's length is read after the loop")
+        if not how:
+            unmasked.append(s.final)
         plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
     # per-step values: the new h, zero past a row's length (TensorFlow 1), or a masked state's value, which holds its
     # last one there (Keras masking: `kept`)
     stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]] = []
     for o in view.outputs:
         kept = _kept_state(view, o.body_out)
-        r, chain = mask.root(o.body_out, kept.body_in if kept is not None else None)
+        r, chain, how = mask.root(o.body_out, kept.body_in if kept is not None else None)
         if r not in cell.h_out:
             raise NoMatch(f"per-step output {o.body_out.name} is not the cell's new hidden state")
+        if not how:
+            unmasked.append(o.outer)
         rank = shape_of(o.body_out)
         if o.axis and rank is None:
             raise NoMatch("a stacked output of unknown rank")
         stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1,
-                        kept is not None))
+                        how == "kept"))
     lasts = []
     for b in view.buffers:
         kept = _kept_state(view, b.row)  # the last row of a masked state is its final value
-        r, chain = mask.root(b.row, kept.body_in if kept is not None else None)
+        r, chain, how = mask.root(b.row, kept.body_in if kept is not None else None)
         if r not in cell.h_out:
             raise NoMatch(f"buffer row {b.row.name} is not the cell's new hidden state")
+        if not how:
+            unmasked.append(b.state.final)
         if b.last:
+            if how == "zeros":  # zeros in every row shorter than the loop: not Y_h
+                raise NoMatch("a last row zeroed past a row's length")
             lasts.append((b.state, cell.h_out[r], chain))
         else:
-            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0, kept is not None))
+            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0, how == "kept"))
     for s, _ in view.counters:
         if _used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
     if mask.lens is not None and (h_state is None or (cell.op == "LSTM" and c_state is None)):
         raise NoMatch("masked steps over states without initial values")
-    if view.capped_by is not None and view.capped_by is not through(mask.lens, "Cast"):
+    if mask.lens is not None and any(_used(v) for v in unmasked):  # it goes on past a row's length: not the node's
+        raise NoMatch("a value read after the loop is not masked past each row's length")
+    if view.capped_by is not None and through(view.capped_by, "Cast") is not through(mask.lens, "Cast"):
         raise NoMatch("the loop may stop before the sequence ends")
     if any(all(p[0] is not src or p[1] not in ("h", "c") for p in plan) for _, src, _ in copies):
         raise NoMatch("a carried value copies a state that is not the cell's")
-    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens, copies)
+    _emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens, copies, holders)
 
 
 class _Mask:
-    """TensorFlow 1's dynamic_rnn(sequence_length=lens): from a row's length on, the body keeps the states
-    (Where(k >= lens, previous, new)) and outputs zeros (Where(k >= lens, 0, new)): what ONNX's recurrent nodes do
-    with sequence_lens. `unmask` sees through that Where (one mask for all), recording the lengths."""
+    """Per-row lengths: from a row's length on, the body keeps its states (TensorFlow 1's dynamic_rnn(sequence_length),
+    Where(k >= lens, previous, new)) or zeroes them (OpenVINO's sequence-as-TensorIterator form, where nothing reads
+    them after the loop), and its per-step outputs are zeros (Where(k >= lens, 0, new)): what ONNX's recurrent nodes
+    do with sequence_lens; a value may also be held at a row's last step (that form's Where(k == lens - 1, new,
+    held)). `unmask` and `last` see through those Where nodes (one set of lengths for all), recording the lengths."""
 
     def __init__(self, view: LoopView) -> None:
         self.view = view
-        self.cond: ir.Value | None = None
         self.lens: ir.Value | None = None
 
-    def root(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, list[ir.Node]]:
-        """view_root of v unmasked, the glue after the mask's Where kept (Keras 2 unsqueezes its masked output)."""
+    def root(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, list[ir.Node], str]:
+        """view_root of v unmasked, the glue after the mask's Where kept (Keras 2 unsqueezes its masked output), and
+        how it was masked (see unmask)."""
         inner, outer = view_root(v)
-        r, chain = view_root(self.unmask(inner, previous))
-        return r, chain + outer
+        new, how = self.unmask(inner, previous)
+        r, chain = view_root(new)
+        return r, chain + outer, how
 
-    def unmask(self, v: ir.Value, previous: ir.Value | None) -> ir.Value:
-        """The new value `v` selects past the mask (previous: the state kept; None: zeros), else `v`."""
+    def unmask(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, str]:
+        """(the new value `v` selects before a row's length, how it selects past it: "kept" the state `previous`,
+        "zeros" zeros), else (v, "")."""
+        n = self._where(v)
+        if n is None:
+            return v, ""
+        cond, kept, new = n.inputs
+        if previous is not None and view_root(kept)[0] is previous:  # type: ignore[arg-type]
+            how = "kept"
+        elif all_zeros(kept):  # type: ignore[arg-type]
+            how = "zeros"
+        else:
+            return v, ""
+        return (new, how) if self._lengths(cond, "past") else (v, "")  # type: ignore[return-value]
+
+    def last(self, v: ir.Value, held: ir.Value) -> ir.Value | None:
+        """The new value `v` takes at each row's last step, when it otherwise keeps `held` (its previous value)."""
+        n = self._where(v)
+        if n is None:
+            return None
+        cond, new, kept = n.inputs
+        if view_root(kept)[0] is not held:  # type: ignore[arg-type]
+            return None
+        return new if self._lengths(cond, "last") else None
+
+    @staticmethod
+    def _where(v: ir.Value) -> ir.Node | None:
         root, chain = view_root(v)
         n = producer(root, "Where")
-        if n is None or len(n.inputs) != 3 or any(g.op_type != "Identity" for g in chain):  # glue would be lost
-            return v
-        cond, kept, new = n.inputs
-        if previous is not None:
-            ok = kept is not None and view_root(kept)[0] is previous
-        else:
-            ok = kept is not None and all_zeros(kept)
-        if not ok or new is None:
-            return v
-        if self.cond is None:
-            self.lens = step_lengths(cond, self.view)
-            if self.lens is None:
-                return v
-            self.cond = cond
-        elif cond is not self.cond:
+        if n is None or len(n.inputs) != 3 or any(i is None for i in n.inputs) \
+                or any(g.op_type != "Identity" for g in chain):  # glue would be lost
+            return None
+        return n
+
+    def _lengths(self, cond: ir.Value | None, what: str) -> bool:
+        found = row_lengths(cond, self.view)
+        if found is None or found[0] != what:
+            return False
+        if self.lens is None:
+            self.lens = found[1]
+        elif found[1] is not self.lens:
             raise NoMatch("two masks")
-        return new
+        return True
 
 
 def _initial(em: Emitter, cell_in: ir.Value, state: State, rank: int) -> ir.Value:
@@ -287,7 +335,8 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
           plan: list[tuple[State, str, str | None, list[ir.Node]]],
           stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]],
           lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None,
-          copies: list[tuple[State, State, list[ir.Node]]] = ()) -> None:  # type: ignore[assignment]
+          copies: list[tuple[State, State, list[ir.Node]]] = (),  # type: ignore[assignment]
+          holders: list[tuple[State, str, str, list[ir.Node]]] = ()) -> None:  # type: ignore[assignment]
     node = view.node
     x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
     held = _held(em, y, y_h) if lens is not None and any(s[6] for s in stacked) else y
@@ -313,6 +362,16 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     for s, src, chain in copies:
         if _used(s.final):
             replacements[s.final] = or_initial(em.replay(chain, final_of(*planned[id(src)]), lifted=False), s)
+    if any(_used(s.final) for s, *_ in holders):
+        # a row's last step is one of the loop's when its length is in [1, steps]; else the held value stays
+        assert lens is not None
+        wide = em.op1("Cast", [lens], {"to": ir.DataType.INT64})
+        steps = em.op1("Shape", [x], {"start": 0, "end": 1})
+        in_range = em.op1("And", [em.op1("GreaterOrEqual", [wide, em.i64([1])]), em.op1("LessOrEqual", [wide, steps])])
+        in_range = em.op1("Reshape", [in_range, em.i64([-1, 1])])
+        for s, kind, form, chain in holders:
+            if _used(s.final):
+                replacements[s.final] = em.op1("Where", [in_range, final_of(s, kind, form, chain), s.init])
     for outer, form, chain, flip, axis, rank, kept in stacked:
         if not _used(outer):
             continue
@@ -466,6 +525,9 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         wide = lens if lens.dtype == ir.DataType.INT64 else \
             em.op1("Cast", [lens], {"to": ir.DataType.INT64})  # (a Cast to its own type: onnxruntime warns)
         clipped = em.op1("Max", [em.op1("Min", [wide, steps]), em.i64([0])])
+        rows, lens_rows = (shape_of(x) or ())[1:2], shape_of(lens)
+        if not rows or rows != lens_rows or None in rows:  # not provably one length per row (one for all: broadcast)
+            clipped = em.op1("Expand", [clipped, em.op1("Shape", [x], {"start": 1, "end": 2})])
         ins[4] = em.op1("Cast", [clipped], {"to": ir.DataType.INT32})
     attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
     outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)

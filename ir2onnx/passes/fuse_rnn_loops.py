@@ -106,8 +106,16 @@ def analyse_scan(node: ir.Node) -> LoopView:
         return em.to0(seq, axis, rank or 1)
 
     view = LoopView(node, body.inputs[n_state], stack_x, bool(in_dirs[0]))  # type: ignore[index]
+    counters: dict[ir.Value, int] = {}
     for i in range(n_state):
-        view.states.append(State(body.inputs[i], body.outputs[i], node.inputs[i], node.outputs[i]))  # type: ignore[arg-type]
+        s = State(body.inputs[i], body.outputs[i], node.inputs[i], node.outputs[i])  # type: ignore[arg-type]
+        start = _counter(s, body)
+        if start is None:
+            view.states.append(s)
+        else:  # a step counter (OpenVINO's sequence-as-TensorIterator form masks by one)
+            view.counters.append((s, start))
+            counters[s.body_in] = start
+    view.index = Index(None, counters, body)  # a Scan has no iteration number: its counters are the step
     n_out = len(body.outputs) - n_state
     out_axes = list(attr(node, "scan_output_axes") or [0] * n_out)  # type: ignore[call-overload]
     out_dirs = list(attr(node, "scan_output_directions") or [0] * n_out)  # type: ignore[call-overload]
@@ -149,7 +157,7 @@ class Lin:
 class Index:
     """Symbolic integer scalars in a Loop body: constants, the iteration number, counters, outer dims."""
 
-    def __init__(self, iteration: ir.Value, counters: dict[ir.Value, int], body: ir.Graph) -> None:
+    def __init__(self, iteration: ir.Value | None, counters: dict[ir.Value, int], body: ir.Graph) -> None:
         self.iteration = iteration
         self.counters = counters
         self.body = body
@@ -237,9 +245,18 @@ class Index:
         return Lin(const=d) if d is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
 
 
-def step_lengths(cond: ir.Value | None, view: LoopView) -> ir.Value | None:
-    """The per-row lengths `lens` ([batch] integers, outer) when `cond` is the mask k >= lens of a forward Loop over
-    the sequence (k the step), made [batch, 1] by reshapes that only add or drop unit axes; else None."""
+# a comparison of the step t (t = k + c) with per-row lengths L, as (what it says of the step k, c required):
+# "past": k >= L (the row's length is reached), "last": k == L - 1 (the row's last step)
+_COMPARE = {"GreaterOrEqual": ("past", 0), "Greater": ("past", 1), "Equal": ("last", 1)}
+_MIRRORED = {"LessOrEqual": "GreaterOrEqual", "Less": "Greater", "Equal": "Equal"}
+
+
+def row_lengths(cond: ir.Value | None, view: LoopView) -> tuple[str, ir.Value] | None:
+    """(what, lens) when `cond` compares the step k of a forward loop with per-row lengths `lens` ([batch] integers,
+    outer), one condition per batch row: "past" for k >= lens (TensorFlow 1's dynamic_rnn: the iteration number
+    `>= lens`; OpenVINO's sequence-as-TensorIterator form: a counter from 1 `> lens`), "last" for k == lens - 1 (that
+    form's counter from 1 `== lens`). The lengths may be made [batch, 1] by reshapes of unit axes, and broadcast over
+    a [batch, ...] value's other axes (Expand to its shape); else None."""
     if view.index is None or view.reverse or cond is None:
         return None
     chain: list[ir.Node] = []
@@ -247,23 +264,71 @@ def step_lengths(cond: ir.Value | None, view: LoopView) -> ir.Value | None:
     while (n := producer(v, "Reshape", "Squeeze", "Unsqueeze")) is not None:
         chain.append(n)
         v = n.inputs[0]
-    ge = producer(v, "GreaterOrEqual")
-    if ge is None or ge.inputs[1] is None or rank_of(ge.inputs[1]) != 1:
+    cmp = producer(v, *_COMPARE, *_MIRRORED)
+    if cmp is None or len(cmp.inputs) != 2:
         return None
-    t, lens = ge.inputs
-    dims: list[object] | None = ["B"]  # the mask's dims: "B" (a row per batch row) or 1
-    for n in reversed(chain):
-        dims = _unit_reshape(n, dims, (lens, ge.outputs[0]))  # type: ignore[arg-type]
+    a, b = cmp.inputs
+    if cmp.op_type == "Equal":
+        orders = [(a, b, "Equal"), (b, a, "Equal")]
+    else:  # t on the left: a >= b, a > b; mirrored: b <= a, b < a
+        orders = [(a, b, cmp.op_type)] if cmp.op_type in _COMPARE else [(b, a, _MIRRORED[cmp.op_type])]
+    for t, side, op in orders:
+        what, c = _COMPARE[op]
+        try:
+            at = view.index.lin(t)
+        except NoMatch:
+            continue
+        t_shape = shape_of(t)
+        if at != Lin(k=1, const=c) or t_shape is None or any(d != 1 for d in t_shape):  # one step for all rows
+            continue
+        found = _row_vector(side, view.index.body)
+        if found is None:
+            continue
+        lens, dims = found
+        dims = [1] * (len(t_shape) - len(dims)) + dims  # broadcast with the step
+        for n in reversed(chain):
+            dims = _unit_reshape(n, dims, (lens, cmp.outputs[0]))  # type: ignore[arg-type]
+            if dims is None:
+                return None
+        # [batch, 1] or [batch, *..]: one condition per row of a [batch, ...] state (not [batch], which a state's
+        # last axis would meet)
+        if len(dims) > 1 and dims[0] == "B" and (dims == ["B", 1] or all(d == "*" for d in dims[1:])):
+            return what, lens
+        return None
+    return None
+
+
+def _row_vector(v: ir.Value | None, body: ir.Graph) -> tuple[ir.Value, list[object]] | None:
+    """(lens, the dims of v) when v is an outer vector `lens` ([batch] integers) made [batch, 1, ..] by reshapes of
+    unit axes, cast to another integer type, or broadcast (Expand) to the shape of a [batch, ...] value: its dims
+    "B" (the batch rows), 1, or "*" (broadcast along that axis)."""
+    glue: list[ir.Node] = []
+    # through the body's glue, and outer glue hoisted from it, to the first outer vector
+    while (n := producer(v, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Expand")) is not None \
+            and (v.graph is body or (rank_of(v) != 1 and n.op_type != "Expand")):  # type: ignore[union-attr]
+        glue.append(n)
+        v = n.inputs[0]
+    if v is None or v.graph is body or rank_of(v) != 1 or (v.dtype is not None and not v.dtype.is_integer()):
+        return None
+    lens = v
+    dims: list[object] | None = ["B"]
+    for n in reversed(glue):
+        if n.op_type == "Cast":
+            if not ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+                return None
+            continue
+        if n.op_type == "Expand":
+            sh = _shape_op(through(n.inputs[1], "Reshape"))  # the shape of a value whose rows are the batch's
+            src = sh.inputs[0] if sh is not None else None
+            whole = sh is not None and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None  # type: ignore[arg-type]
+            if not whole or rank_of(src) != len(dims) or dims[0] != "B" or any(d not in (1, "*") for d in dims[1:]):
+                return None
+            dims = ["B"] + ["*"] * (len(dims) - 1)
+            continue
+        dims = _unit_reshape(n, dims, (lens,))
         if dims is None:
             return None
-    if dims != ["B", 1]:
-        return None
-    try:
-        if view.index.lin(t) != Lin(k=1):
-            return None
-    except NoMatch:
-        return None
-    return lens if lens is not None and lens.graph is not view.index.body else None
+    return lens, dims
 
 
 def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...]) -> list[object] | None:

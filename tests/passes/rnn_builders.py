@@ -217,3 +217,85 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         elif o == "c" and r_c is not None:
             outs.append(node.get_iter_value(r_c.output(0), -1))
     return ov.Model(outs, params)
+
+
+def openvino_sequence_ti(kind: str, direction: str = "forward", lengths: str = "input", *, inputs: int = 4,
+                         hidden: int = 3, seed: int = 0) -> ov.Model:
+    """An LSTM/GRU/RNN sequence ([batch, steps, inputs] and lengths of run-time shapes) rewritten by OpenVINO's own
+    ConvertSequenceToTensorIterator transformation: a TensorIterator over the cell whose body masks each row by a
+    step counter against its length (Greater/Equal/Select, states zeroed past the length, the final states held at
+    each row's last step). `lengths`: "input" (a model input) or "full" (the time dimension read from the shape, as
+    OpenVINO's PyTorch frontend passes them)."""
+    from openvino._offline_transformations import convert_sequence_to_tensor_iterator_transformation
+
+    rng = np.random.default_rng(seed)
+    g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
+    x = ops.parameter([-1, -1, inputs], np.float32, name="x")
+    h0 = ops.parameter([-1, 1, hidden], np.float32, name="h0")
+    params = [x, h0]
+    if lengths == "full":
+        shape = ops.shape_of(x)
+        steps = ops.gather(shape, ops.constant(np.array([1])), ops.constant(np.array(0)))
+        batch = ops.gather(shape, ops.constant(np.array([0])), ops.constant(np.array(0)))
+        lens = ops.broadcast(ops.convert(steps, "i32"), batch)
+    else:
+        lens = ops.parameter([-1], np.int32, name="lens")
+        params.append(lens)
+    w, r = (ops.constant(_f32(rng, 1, g * hidden, n)) for n in (inputs, hidden))
+    b = ops.constant(_f32(rng, 1, g * hidden))
+    if kind == "lstm":
+        c0 = ops.parameter([-1, 1, hidden], np.float32, name="c0")
+        params.append(c0)
+        seq = ops.lstm_sequence(x, h0, c0, lens, w, r, b, hidden, direction)
+    elif kind == "gru":
+        seq = ops.gru_sequence(x, h0, lens, w, r, b, hidden, direction)
+    else:
+        seq = ops.rnn_sequence(x, h0, lens, w, r, b, hidden, direction)
+    model = ov.Model(list(seq.outputs()), params)
+    convert_sequence_to_tensor_iterator_transformation(model)
+    assert any(op.get_type_name() == "TensorIterator" for op in model.get_ops())
+    return model
+
+
+def masked_ti_lstm(variant: str = "openvino", *, inputs: int = 4, hidden: int = 3, seed: int = 0) -> ov.Model:
+    """The body of `openvino_sequence_ti("lstm")` written by hand (x [batch, steps, inputs], h0, c0 [batch, hidden],
+    lens [batch]; outputs: the masked per-step h, and h and c held at each row's last step), and near misses that
+    must stay loops: "zeroed_state_read" also returns the carried h, zeroed past each row's length (not the node's
+    Y_h); "unmasked_output" stacks the cell's h at every step (it goes on past a row's length); "held_a_step_late"
+    holds the values of step `length` instead of `length - 1`."""
+    rng = np.random.default_rng(seed)
+    X = ops.parameter([-1, -1, inputs], np.float32, name="x")
+    H0 = ops.parameter([-1, hidden], np.float32, name="h0")
+    C0 = ops.parameter([-1, hidden], np.float32, name="c0")
+    L = ops.parameter([-1], np.int32, name="lens")
+    bx = ops.parameter([-1, 1, inputs], np.float32, name="x_t")
+    bh, bc, bhl, bcl = (ops.parameter([-1, hidden], np.float32, name=n) for n in ("h", "c", "h_held", "c_held"))
+    bl = ops.parameter([-1], np.int32, name="lens_in")
+    bk = ops.parameter([1], np.int32, name="counter")
+    cell = ops.lstm_cell(ops.squeeze(bx, ops.constant(np.array([1]))), bh, bc, ops.constant(_f32(rng, 4 * hidden, inputs)),
+                         ops.constant(_f32(rng, 4 * hidden, hidden)), ops.constant(_f32(rng, 4 * hidden)), hidden)
+    h, c = cell.output(0), cell.output(1)
+    row_lens = ops.broadcast(bl, ops.shape_of(h), ops.constant(np.array([0])), "explicit")
+    past = ops.greater(bk, row_lens)
+    at = ops.equal(ops.add(bk, ops.constant(np.array([1], np.int32))) if variant == "held_a_step_late" else bk, row_lens)
+    zeros = ops.broadcast(ops.constant(np.float32(0)), ops.shape_of(h))
+    h_next, c_next = ops.select(past, zeros, h), ops.select(past, zeros, c)
+    r_h, r_c = ops.result(h_next), ops.result(c_next)
+    r_hl, r_cl = ops.result(ops.select(at, h, bhl)), ops.result(ops.select(at, c, bcl))
+    r_k = ops.result(ops.add(bk, ops.constant(np.array([1], np.int32))))
+    r_y = ops.result(ops.unsqueeze(h if variant == "unmasked_output" else h_next, ops.constant(np.array([1]))))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_c, r_hl, r_cl, r_k, r_y], [bx, bh, bc, bhl, bcl, bl, bk]))
+    ti.set_sliced_input(bx, X.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(bh, H0.output(0), r_h.output(0))
+    ti.set_merged_input(bc, C0.output(0), r_c.output(0))
+    zero_state = ops.broadcast(ops.constant(np.float32(0)), ops.shape_of(H0))
+    ti.set_merged_input(bhl, zero_state.output(0), r_hl.output(0))
+    ti.set_merged_input(bcl, zero_state.output(0), r_cl.output(0))
+    ti.set_invariant_input(bl, L.output(0))
+    ti.set_merged_input(bk, ops.constant(np.array([1], np.int32)).output(0), r_k.output(0))
+    outputs = [ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1), ti.get_iter_value(r_hl.output(0), -1),
+               ti.get_iter_value(r_cl.output(0), -1)]
+    if variant == "zeroed_state_read":
+        outputs.append(ti.get_iter_value(r_h.output(0), -1))
+    return ov.Model(outputs, [X, H0, C0, L])

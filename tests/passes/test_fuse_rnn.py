@@ -17,8 +17,8 @@ from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.fuse_rnn_cells import _Reader
 from ir2onnx.passes.fuse_rnn_util import NoMatch
 from tests.convert.control_flow.builders import ti_lstm
-from tests.passes.rnn_builders import is_lstm, recurrent_loop, spelled
-from tests.utils import assert_equivalent, count_loops, count_ops, gru_dispatches, rng_inputs, save_ir
+from tests.passes.rnn_builders import is_lstm, masked_ti_lstm, openvino_sequence_ti, recurrent_loop, spelled
+from tests.utils import all_nodes, assert_equivalent, count_loops, count_ops, gru_dispatches, rng_inputs, save_ir
 
 RECURRENT = ("LSTM", "GRU", "RNN")
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -401,6 +401,44 @@ def test_tensorflow_v1_sequence_length(name: str, op: str, lengths: list[int]) -
     x = np.load(d / "inputs.npz")["x:0"]
     fused = assert_equivalent(d / "model.xml", [x, np.array(lengths, np.int32)], rtol=1e-4)
     assert count_loops(fused) == 0 and count_ops(fused, op) == 1
+
+
+# OpenVINO's ReverseSequence (around a reverse sequence's loop) refuses lengths past the sequence
+SEQUENCE_LENGTHS = {"forward": [7, 3, 0, 1, 11, -2, 6], "reverse": [7, 3, 0, 1, 7, 2, 6]}
+
+
+@pytest.mark.parametrize("lengths", ["input", "full"])
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+@pytest.mark.parametrize("kind,op", [("lstm", "LSTM"), ("gru", "GRU"), ("rnn", "RNN")])
+def test_openvino_sequence_as_tensor_iterator(tmp_path: Path, kind: str, op: str, direction: str, lengths: str) -> None:
+    """OpenVINO's ConvertSequenceToTensorIterator form (a cell in a TensorIterator whose body masks each row by a step
+    counter against its length: outputs zero and states zeroed past it, final states held at its last step) is one
+    node with sequence_lens, equal to OpenVINO for rows of every kind of length (full, short, 0, 1, longer than the
+    sequence, negative); lengths read from the shape are dropped from the node afterwards."""
+    xml = save_ir(openvino_sequence_ti(kind, direction, lengths), tmp_path)
+    rows = np.array(SEQUENCE_LENGTHS[direction], np.int32)
+    x, h0, c0 = rng_inputs([((len(rows), 7, 4), np.float32), ((len(rows), 1, 3), np.float32),
+                            ((len(rows), 1, 3), np.float32)])
+    feed = {"x": x, "h0": h0, "c0": c0, "lens": rows}
+    inputs = [feed[p.get_any_name()] for p in ov.Core().read_model(xml).inputs]
+    fused = assert_equivalent(xml, inputs, optimize=False)
+    assert count_loops(fused) == 0 and count_ops(fused, op) == 1
+    default = assert_equivalent(xml, inputs)
+    nodes = [n for n in all_nodes(default) if n.op_type in RECURRENT]
+    if lengths == "full":
+        assert all(len(n.input) < 5 or not n.input[4] for n in nodes), "full lengths were kept"
+    assert count_loops(assert_equivalent(xml, inputs, fuse=False)) >= 1
+
+
+@pytest.mark.parametrize("variant,fused", [("openvino", True), ("zeroed_state_read", False),
+                                           ("unmasked_output", False), ("held_a_step_late", False)])
+def test_counter_masked_near_misses(tmp_path: Path, variant: str, fused: bool) -> None:
+    """The counter-masked body written by hand fuses; a zeroed state read after the loop, a per-step output that
+    goes on past a row's length, or values held one step late keep the loop (each equal to OpenVINO)."""
+    xml = save_ir(masked_ti_lstm(variant), tmp_path)
+    x, h0, c0 = rng_inputs([((6, 5, 4), np.float32), ((6, 3), np.float32), ((6, 3), np.float32)])
+    proto = assert_equivalent(xml, [x, h0, c0, np.array([5, 3, 0, 1, 9, -2], np.int32)], optimize=False)
+    assert count_loops(proto) == (0 if fused else 1)
 
 
 @pytest.mark.parametrize("optimize", [True, False])
