@@ -204,6 +204,11 @@ class Index:
         if op == "Gather" and v.graph is not self.body and (sh := _shape_op(n.inputs[0])) is not None \
                 and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None and (i := int_scalar(n.inputs[1])) is not None:  # type: ignore[arg-type]
             return self._dim(sh.inputs[0], i)
+        if op == "Slice" and v.graph is not self.body and (sh := _shape_op(n.inputs[0])) is not None \
+                and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None:  # type: ignore[arg-type]
+            at = _one_element_slice(n)
+            if at is not None:
+                return self._dim(sh.inputs[0], at)
         if op == "Shape" and v.graph is not self.body:
             start = int(attr(n, "start", 0))  # type: ignore[arg-type]
             end = attr(n, "end")
@@ -318,17 +323,32 @@ def _row_vector(v: ir.Value | None, body: ir.Graph) -> tuple[ir.Value, list[obje
                 return None
             continue
         if n.op_type == "Expand":
-            sh = _shape_op(through(n.inputs[1], "Reshape"))  # the shape of a value whose rows are the batch's
-            src = sh.inputs[0] if sh is not None else None
-            whole = sh is not None and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None  # type: ignore[arg-type]
-            if not whole or rank_of(src) != len(dims) or dims[0] != "B" or any(d not in (1, "*") for d in dims[1:]):
+            dims = _expanded(n, dims, lens)
+            if dims is None:
                 return None
-            dims = ["B"] + ["*"] * (len(dims) - 1)
             continue
         dims = _unit_reshape(n, dims, (lens,))
         if dims is None:
             return None
     return lens, dims
+
+
+def _expanded(n: ir.Node, dims: list[object], lens: ir.Value) -> list[object] | None:
+    """The dims after an Expand of [batch, 1, ..] rows to the shape of a [batch, ...] value (run-time shapes) or to
+    a constant shape of the same rank (static shapes); None when it would move the batch rows."""
+    if dims[0] != "B" or any(d not in (1, "*") for d in dims[1:]):
+        return None
+    target = const_ints(n.inputs[1])
+    if target is not None:  # (a first dim other than the lengths' count would be a broadcast error)
+        rows = (shape_of(lens) or (None,))[0]
+        if len(target) != len(dims) or (rows not in (None, 1) and target[0] not in (1, rows)):
+            return None
+        return ["B"] + ["*" if t != 1 or d == "*" else 1 for t, d in zip(target[1:], dims[1:])]
+    sh = _shape_op(through(n.inputs[1], "Reshape"))  # the shape of a value whose rows are the batch's
+    whole = sh is not None and int(attr(sh, "start", 0)) == 0 and attr(sh, "end") is None  # type: ignore[arg-type]
+    if not whole or rank_of(sh.inputs[0]) != len(dims):  # type: ignore[union-attr]
+        return None
+    return ["B"] + ["*"] * (len(dims) - 1)
 
 
 def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...]) -> list[object] | None:
@@ -362,6 +382,19 @@ def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...])
     rows = static[0] if static else None
     target = ["B" if t == rows and isinstance(t, int) and t != 1 else t for t in target]
     return target if target.count("B") == 1 and all(t in (1, "B") for t in target) else None
+
+
+def _one_element_slice(n: ir.Node) -> int | None:
+    """k when the Slice `n` takes element k (>= 0) of a vector: [k:k+1] on axis 0 with step 1."""
+    starts, ends = (const_ints(n.inputs[i]) if len(n.inputs) > i else None for i in (1, 2))
+    axes = const_ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else [0]
+    steps = n.inputs[4] if len(n.inputs) > 4 else None
+    ex = producer(through(steps, "Cast", "Reshape"), "Expand")  # OpenVINO's ONNX frontend: Broadcast(1, [axes])
+    unit_steps = steps is None or const_ints(steps) == [1] or (ex is not None and const_ints(ex.inputs[0]) == [1])
+    if starts is None or ends is None or len(starts) != 1 or len(ends) != 1 or axes not in ([0], [-1]) \
+            or not unit_steps or starts[0] < 0 or ends[0] != starts[0] + 1:
+        return None
+    return starts[0]
 
 
 def outer_index() -> Index:

@@ -219,32 +219,36 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     return ov.Model(outs, params)
 
 
-def openvino_sequence_ti(kind: str, direction: str = "forward", lengths: str = "input", *, inputs: int = 4,
-                         hidden: int = 3, seed: int = 0) -> ov.Model:
-    """An LSTM/GRU/RNN sequence ([batch, steps, inputs] and lengths of run-time shapes) rewritten by OpenVINO's own
-    ConvertSequenceToTensorIterator transformation: a TensorIterator over the cell whose body masks each row by a
-    step counter against its length (Greater/Equal/Select, states zeroed past the length, the final states held at
-    each row's last step). `lengths`: "input" (a model input) or "full" (the time dimension read from the shape, as
-    OpenVINO's PyTorch frontend passes them)."""
+def openvino_sequence_ti(kind: str, direction: str = "forward", lengths: str | Sequence[int] = "input", *,
+                         shape: tuple[int, int] | None = None, inputs: int = 4, hidden: int = 3,
+                         seed: int = 0) -> ov.Model:
+    """An LSTM/GRU/RNN sequence rewritten by OpenVINO's own ConvertSequenceToTensorIterator transformation: a
+    TensorIterator over the cell whose body masks each row by a step counter against its length (Greater/Equal/Select,
+    states zeroed past the length, the final states held at each row's last step). `lengths`: "input" (a model
+    input), "full" (the time dimension read from the shape, as OpenVINO's PyTorch frontend passes them) or constant
+    values. `shape`: static (batch, steps); default run-time."""
     from openvino._offline_transformations import convert_sequence_to_tensor_iterator_transformation
 
     rng = np.random.default_rng(seed)
     g = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
-    x = ops.parameter([-1, -1, inputs], np.float32, name="x")
-    h0 = ops.parameter([-1, 1, hidden], np.float32, name="h0")
+    batch, steps = shape or (-1, -1)
+    x = ops.parameter([batch, steps, inputs], np.float32, name="x")
+    h0 = ops.parameter([batch, 1, hidden], np.float32, name="h0")
     params = [x, h0]
-    if lengths == "full":
-        shape = ops.shape_of(x)
-        steps = ops.gather(shape, ops.constant(np.array([1])), ops.constant(np.array(0)))
-        batch = ops.gather(shape, ops.constant(np.array([0])), ops.constant(np.array(0)))
-        lens = ops.broadcast(ops.convert(steps, "i32"), batch)
+    if not isinstance(lengths, str):
+        lens = ops.constant(np.array(lengths, np.int32))
+    elif lengths == "full":
+        dims = ops.shape_of(x)
+        time = ops.gather(dims, ops.constant(np.array([1])), ops.constant(np.array(0)))
+        rows = ops.gather(dims, ops.constant(np.array([0])), ops.constant(np.array(0)))
+        lens = ops.broadcast(ops.convert(time, "i32"), rows)
     else:
-        lens = ops.parameter([-1], np.int32, name="lens")
+        lens = ops.parameter([batch], np.int32, name="lens")
         params.append(lens)
     w, r = (ops.constant(_f32(rng, 1, g * hidden, n)) for n in (inputs, hidden))
     b = ops.constant(_f32(rng, 1, g * hidden))
     if kind == "lstm":
-        c0 = ops.parameter([-1, 1, hidden], np.float32, name="c0")
+        c0 = ops.parameter([batch, 1, hidden], np.float32, name="c0")
         params.append(c0)
         seq = ops.lstm_sequence(x, h0, c0, lens, w, r, b, hidden, direction)
     elif kind == "gru":

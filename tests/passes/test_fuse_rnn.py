@@ -407,16 +407,21 @@ def test_tensorflow_v1_sequence_length(name: str, op: str, lengths: list[int]) -
 SEQUENCE_LENGTHS = {"forward": [7, 3, 0, 1, 11, -2, 6], "reverse": [7, 3, 0, 1, 7, 2, 6]}
 
 
-@pytest.mark.parametrize("lengths", ["input", "full"])
+@pytest.mark.parametrize("static", [False, True], ids=["run_time_shapes", "static_shapes"])
+@pytest.mark.parametrize("lengths", ["input", "full", "constant"])
 @pytest.mark.parametrize("direction", ["forward", "reverse"])
 @pytest.mark.parametrize("kind,op", [("lstm", "LSTM"), ("gru", "GRU"), ("rnn", "RNN")])
-def test_openvino_sequence_as_tensor_iterator(tmp_path: Path, kind: str, op: str, direction: str, lengths: str) -> None:
+def test_openvino_sequence_as_tensor_iterator(tmp_path: Path, kind: str, op: str, direction: str, lengths: str,
+                                              static: bool) -> None:
     """OpenVINO's ConvertSequenceToTensorIterator form (a cell in a TensorIterator whose body masks each row by a step
     counter against its length: outputs zero and states zeroed past it, final states held at its last step) is one
     node with sequence_lens, equal to OpenVINO for rows of every kind of length (full, short, 0, 1, longer than the
-    sequence, negative); lengths read from the shape are dropped from the node afterwards."""
-    xml = save_ir(openvino_sequence_ti(kind, direction, lengths), tmp_path)
+    sequence, negative; given, constant or read from the shape); lengths read from the shape are dropped from the
+    node afterwards."""
     rows = np.array(SEQUENCE_LENGTHS[direction], np.int32)
+    model = openvino_sequence_ti(kind, direction, rows.tolist() if lengths == "constant" else lengths,
+                                 shape=(len(rows), 7) if static else None)
+    xml = save_ir(model, tmp_path)
     x, h0, c0 = rng_inputs([((len(rows), 7, 4), np.float32), ((len(rows), 1, 3), np.float32),
                             ((len(rows), 1, 3), np.float32)])
     feed = {"x": x, "h0": h0, "c0": c0, "lens": rows}

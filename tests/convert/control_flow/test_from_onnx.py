@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tests.convert.control_flow.builders import ti_lstm
-from tests.utils import assert_equivalent, rng_inputs
+from tests.utils import assert_equivalent, count_loops, count_ops, rng_inputs
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(5)
@@ -140,3 +140,44 @@ def test_scan_directions_and_output_axes(tmp_path: Path, in_dir: int, out_dir: i
     xml = _to_ir(graph, tmp_path)
     assert 'type="TensorIterator"' in xml.read_text()
     assert_equivalent(xml, rng_inputs([((2, 3), np.float32), ((4, 2, 3), np.float32)]))
+
+
+@pytest.mark.parametrize("length", ["static", "run_time"])
+def test_onnx_loop_over_a_spelled_out_lstm_is_fused(tmp_path: Path, length: str) -> None:
+    """An ONNX Loop stepping a spelled-out LSTM cell (Gather of step i, MatMul + Add + Split + activations), as a
+    scripted PyTorch loop exports: OpenVINO's ONNX frontend makes it a Loop-5 whose trip count is a constant, or the
+    time dim read at run time (ShapeOf -> StridedSlice -> Squeeze, a Slice of the Shape in ONNX). Fused into one
+    LSTM either way and equal to OpenVINO."""
+    t, b, i, hs = 5, 2, 4, 3
+    v = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["X", "i"], ["x_t"], axis=0),
+         helper.make_node("MatMul", ["x_t", "W"], ["xw"]), helper.make_node("MatMul", ["h", "R"], ["hr"]),
+         helper.make_node("Add", ["xw", "hr"], ["s"]), helper.make_node("Add", ["s", "b"], ["g"]),
+         helper.make_node("Split", ["g"], ["gi", "gf", "gg", "go"], axis=1, num_outputs=4),
+         helper.make_node("Sigmoid", ["gi"], ["si"]), helper.make_node("Sigmoid", ["gf"], ["sf"]),
+         helper.make_node("Tanh", ["gg"], ["tg"]), helper.make_node("Sigmoid", ["go"], ["so"]),
+         helper.make_node("Mul", ["sf", "c"], ["fc"]), helper.make_node("Mul", ["si", "tg"], ["ig"]),
+         helper.make_node("Add", ["fc", "ig"], ["c2"]), helper.make_node("Tanh", ["c2"], ["tc"]),
+         helper.make_node("Mul", ["so", "tc"], ["h2"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["h2"], ["y"])],
+        "body", [v("i", TensorProto.INT64, []), v("cond", TensorProto.BOOL, []), v("h", F, [b, hs]), v("c", F, [b, hs])],
+        [v("cond_out", TensorProto.BOOL, []), v("h2", F, [b, hs]), v("c2", F, [b, hs]), v("y", F, [b, hs])])
+    inits = [_init("W", (i, 4 * hs)), _init("R", (hs, 4 * hs)), _init("b", (4 * hs,)),
+             helper.make_tensor("true", TensorProto.BOOL, [], [True])]
+    nodes = [helper.make_node("Loop", ["M", "true", "h0", "c0"], ["hT", "cT", "Y"], body=body)]
+    if length == "static":
+        inits.append(helper.make_tensor("M", TensorProto.INT64, [], [t]))
+    else:
+        nodes[:0] = [helper.make_node("Shape", ["X"], ["dims"]),
+                     helper.make_node("Slice", ["dims", "zero", "one"], ["first"]),
+                     helper.make_node("Squeeze", ["first"], ["M"])]
+        inits += [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+                  helper.make_tensor("one", TensorProto.INT64, [1], [1])]
+    graph = helper.make_graph(nodes, "g", [v("X", F, [t if length == "static" else "T", b, i]), v("h0", F, [b, hs]),
+                                           v("c0", F, [b, hs])],
+                              [v("hT", F, [b, hs]), v("cT", F, [b, hs]), v("Y", F, None)], inits)
+    xml = _to_ir(graph, tmp_path, opset=18)
+    assert 'type="Loop"' in xml.read_text()
+    proto = assert_equivalent(xml, rng_inputs([((t, b, i), np.float32), ((b, hs), np.float32), ((b, hs), np.float32)]))
+    assert count_loops(proto) == 0 and count_ops(proto, "LSTM") == 1

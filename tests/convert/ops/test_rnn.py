@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset13 as ops
 import pytest
 
-from tests.convert.ops.cases import Case, params, run_case
+from ir2onnx.check.openvino_ref import run_openvino
+from tests.convert.ops.cases import Case, check_against, params, run_case
+from tests.utils import save_ir
 
 F, I32 = np.float32, np.int32
 RNG = np.random.default_rng(11)
@@ -82,3 +85,16 @@ SEQUENCES.append(Case("gru-sequence-plain-bias", lambda x, h, n: ops.gru_sequenc
 @pytest.mark.parametrize("case", params(CELLS + SEQUENCES))
 def test_rnn(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("case", params([s for s in SEQUENCES if s.name != "gru-sequence-plain-bias"]))
+def test_sequence_lengths_on_run_time_shapes(tmp_path: Path, case: Case) -> None:
+    """OpenVINO 2026.4's CPU plugin ignores the lengths of LSTMSequence/GRUSequence/RNNSequence on run-time shapes
+    (every row runs every step: a row of length 2 gets outputs at all 6) but applies them on static shapes: the
+    conversion of the IR on run-time shapes equals OpenVINO on the same IR with static shapes."""
+    ps = [ops.parameter(list(shape), dtype, name=f"in{i}") for i, (shape, dtype) in enumerate(case.inputs)]
+    model = ov.Model(list(case.build(*ps).outputs()), ps)
+    values = list(case.values)  # type: ignore[arg-type]
+    expected = run_openvino(str(save_ir(model, tmp_path, "static")), values)
+    model.reshape({p.output(0): ov.PartialShape([-1] * len(p.get_output_partial_shape(0))) for p in ps})
+    check_against(model, values, expected, tmp_path, case.rtol, case.atol)
