@@ -34,8 +34,8 @@ from ir2onnx.passes.fuse_rnn_util import (
     NoMatch,
     Subgraph,
     all_names,
-    const_array,
     distinct_output,
+    filled_with,
     fresh_name,
     producer,
     rank_of,
@@ -142,9 +142,7 @@ def _same_start(s: State, other: State | None) -> bool:
 
 def all_zeros(v: ir.Value) -> bool:
     """v is all zeros: a constant, or one broadcast to a run-time shape (Expand), through reshapes."""
-    v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity")  # type: ignore[assignment]
-    ex = producer(v, "Expand")
-    c = const_array(ex.inputs[0] if ex is not None else v)
+    c = filled_with(v)
     return c is not None and not c.any()
 
 
@@ -365,7 +363,7 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
     if any(_used(s.final) for s, *_ in holders):
         # a row's last step is one of the loop's when its length is in [1, steps]; else the held value stays
         assert lens is not None
-        wide = em.op1("Cast", [lens], {"to": ir.DataType.INT64})
+        wide = _int64(em, lens)
         steps = em.op1("Shape", [x], {"start": 0, "end": 1})
         in_range = em.op1("And", [em.op1("GreaterOrEqual", [wide, em.i64([1])]), em.op1("LessOrEqual", [wide, steps])])
         in_range = em.op1("Reshape", [in_range, em.i64([-1, 1])])
@@ -522,8 +520,7 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
     if lens is not None:
         steps = em.op1("Shape", [x], {"start": 0, "end": 1})
-        wide = lens if lens.dtype == ir.DataType.INT64 else \
-            em.op1("Cast", [lens], {"to": ir.DataType.INT64})  # (a Cast to its own type: onnxruntime warns)
+        wide = _int64(em, lens)
         clipped = em.op1("Max", [em.op1("Min", [wide, steps]), em.i64([0])])
         rows, lens_rows = (shape_of(x) or ())[1:2], shape_of(lens)
         if not rows or rows != lens_rows or None in rows:  # not provably one length per row (one for all: broadcast)
@@ -537,6 +534,11 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         inits = [*ins[5:], None]
         finals = [em.op1("Where", [ran, f, inits[i]]) if f is not None else None for i, f in enumerate(finals)]
     return x, outs[0], finals[0], finals[1]  # type: ignore[return-value]
+
+
+def _int64(em: Emitter, v: ir.Value) -> ir.Value:
+    """v as int64 (no Cast to its own type: onnxruntime warns about those)."""
+    return v if v.dtype == ir.DataType.INT64 else em.op1("Cast", [v], {"to": ir.DataType.INT64})
 
 
 def _held(em: Emitter, y: ir.Value, y_h: ir.Value) -> ir.Value:

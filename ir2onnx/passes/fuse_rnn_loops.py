@@ -20,6 +20,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     NoMatch,
     attr,
     const_array,
+    filled_with,
     int_scalar,
     producer,
     rank_of,
@@ -106,7 +107,6 @@ def analyse_scan(node: ir.Node) -> LoopView:
         return em.to0(seq, axis, rank or 1)
 
     view = LoopView(node, body.inputs[n_state], stack_x, bool(in_dirs[0]))  # type: ignore[index]
-    counters: dict[ir.Value, int] = {}
     for i in range(n_state):
         s = State(body.inputs[i], body.outputs[i], node.inputs[i], node.outputs[i])  # type: ignore[arg-type]
         start = _counter(s, body)
@@ -114,8 +114,8 @@ def analyse_scan(node: ir.Node) -> LoopView:
             view.states.append(s)
         else:  # a step counter (OpenVINO's sequence-as-TensorIterator form masks by one)
             view.counters.append((s, start))
-            counters[s.body_in] = start
-    view.index = Index(None, counters, body)  # a Scan has no iteration number: its counters are the step
+    # a Scan has no iteration number: its counters are the step
+    view.index = Index(None, {s.body_in: start for s, start in view.counters}, body)
     n_out = len(body.outputs) - n_state
     out_axes = list(attr(node, "scan_output_axes") or [0] * n_out)  # type: ignore[call-overload]
     out_dirs = list(attr(node, "scan_output_directions") or [0] * n_out)  # type: ignore[call-overload]
@@ -389,8 +389,8 @@ def _one_element_slice(n: ir.Node) -> int | None:
     starts, ends = (const_ints(n.inputs[i]) if len(n.inputs) > i else None for i in (1, 2))
     axes = const_ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else [0]
     steps = n.inputs[4] if len(n.inputs) > 4 else None
-    ex = producer(through(steps, "Cast", "Reshape"), "Expand")  # OpenVINO's ONNX frontend: Broadcast(1, [axes])
-    unit_steps = steps is None or const_ints(steps) == [1] or (ex is not None and const_ints(ex.inputs[0]) == [1])
+    ones = filled_with(steps)  # OpenVINO's ONNX frontend writes the steps as Broadcast(1, [axes])
+    unit_steps = steps is None or (ones is not None and ones.size == 1 and int(ones.reshape(-1)[0]) == 1)
     if starts is None or ends is None or len(starts) != 1 or len(ends) != 1 or axes not in ([0], [-1]) \
             or not unit_steps or starts[0] < 0 or ends[0] != starts[0] + 1:
         return None

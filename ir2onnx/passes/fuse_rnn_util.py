@@ -119,6 +119,14 @@ def value_dtype(node: ir.Node) -> ir.DataType | None:
     return None
 
 
+def filled_with(v: ir.Value | None) -> np.ndarray | None:
+    """The constant `v` is a broadcast of (through reshapes, Casts and an Expand: zeros of a run-time shape, a
+    Broadcast of 1), or None."""
+    v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity", "Cast")
+    ex = producer(v, "Expand")
+    return const_array(ex.inputs[0] if ex is not None else v)
+
+
 def int_scalar(v: ir.Value | None) -> int | None:
     """A one-element integer constant as an int."""
     c = const_array(v)
