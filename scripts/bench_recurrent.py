@@ -19,7 +19,9 @@ the cell masked by a step counter against the lengths; also with the lengths as 
 
 `--ir model.xml` times one IR of your own instead (random inputs of its static shapes, or `--shape` per input).
 
-Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--only REGEX]
+`--device cuda` runs onnxruntime on its CUDA execution provider (OpenVINO stays on the CPU).
+
+Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--only REGEX] [--device cuda]
                                                          [--quick | --sweep | --ir model.xml [--shape 4,20,8]...]
 """
 
@@ -375,14 +377,22 @@ def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]],
     return {k: statistics.median(v) for k, v in blocks.items()}, ratios
 
 
-def ort_session(proto: Any, threads: int) -> Any:
+def ort_session(proto: Any, threads: int, device: str = "cpu") -> Any:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
-    return ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    providers: list[Any] = ["CPUExecutionProvider"]
+    if device == "cuda":
+        if hasattr(ort, "preload_dlls"):
+            ort.preload_dlls()
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise SystemExit(f"--device cuda: onnxruntime {ort.__version__} has no CUDA execution provider here")
+        # f32 products, as OpenVINO computes with its f32 precision hint (TF32 would round their inputs to 10 bits)
+        providers.insert(0, ("CUDAExecutionProvider", {"use_tf32": "0"}))
+    return ort.InferenceSession(proto.SerializeToString(), opts, providers=providers)
 
 
 def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
@@ -398,7 +408,7 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
     try:
         for label, fuse in (("fused", True), ("loop", False)):
             proto = ir2onnx.convert(xml, fuse=fuse, f16_as_f32=args.f16_as_f32)
-            session = ort_session(proto, args.threads)
+            session = ort_session(proto, args.threads, args.device)
             names = [i.name for i in session.get_inputs()]
             got = session.run(None, dict(zip(names, feed)))
             err = max(float(np.max(np.abs(g - r))) for g, r in zip(got, ref))
@@ -417,7 +427,7 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
         return lambda: request.infer(feed)
 
     def onnxruntime(proto: Any, names: list[str]) -> Callable[[], object]:
-        session = ort_session(proto, args.threads)
+        session = ort_session(proto, args.threads, args.device)
         pairs = json.loads({p.key: p.value for p in proto.metadata_props}.get(STATES, "[]"))
         if not pairs:
             return lambda: session.run(None, dict(zip(names, feed)))
@@ -453,14 +463,17 @@ def main() -> None:
                          "IR's own static shapes)")
     ap.add_argument("--f16-as-f32", action="store_true",
                     help="convert with f16_as_f32 (an f16 IR computed in f32, as OpenVINO's CPU plugin does)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="onnxruntime's execution provider (OpenVINO always runs on the CPU: it has no NVIDIA "
+                         "plugin); with cuda, times include copying the inputs and outputs between host and GPU")
     ap.add_argument("--sweep", action="store_true",
                     help="other sizes instead: Keras layers, TensorIterator LSTMs and PyTorch layers at other "
                          "input/hidden sizes and lengths")
     args = ap.parse_args()
     check_keras_form()
     check_torch_form()
-    print(f"threads={args.threads}; times: medians of {args.rounds} blocks in ms; ratios: onnxruntime / OpenVINO "
-          "and fused / loop (the fuse=False conversion), medians over the rounds")
+    print(f"threads={args.threads}; onnxruntime on {args.device}; times: medians of {args.rounds} blocks in ms; "
+          "ratios: onnxruntime / OpenVINO and fused / loop (the fuse=False conversion), medians over the rounds")
     print(f"{'network':<46} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
           f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}")
     rng = np.random.default_rng(1)

@@ -3,7 +3,8 @@
 onnxruntime lacks CPU kernels for many (op, element type) pairs that ONNX allows (Max of int16, Pow of int8, TopK of
 uint64, Range of float16, Add of bfloat16, ...): a model using one is valid ONNX, yet cannot run. This pass finds
 each such node, bodies included, from the types ONNX shape inference gave its inputs and outputs and the kernel
-list onnxruntime reports (`get_all_opkernel_def`), and computes it in a type that has a kernel, exactly:
+list onnxruntime reports (`get_all_opkernel_def`; for builds with GPU providers, where asking can crash, the
+list of the CPU build shipped in ort_cpu_kernels.json), and computes it in a type that has a kernel, exactly:
 
 * integers are widened to a wider integer (same signedness, or a wider signed type for unsigned values); results are
   cast back, which wraps like the narrow computation (arithmetic modulo 2^n commutes with truncation; reductions
@@ -33,9 +34,11 @@ must not skip it, and it must see the types ONNX inference derived right after t
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -94,6 +97,24 @@ class _Kernel:
     constraints: dict[str, frozenset[DT]]
 
 
+# onnxruntime's own list of its kernels (`get_all_opkernel_def`) also creates every provider compiled into the build;
+# in onnxruntime-gpu that includes TensorRT, whose creation fails where TensorRT is not installed and then kills
+# the process (a null provider factory is used). Only a build with no such provider is asked; any other build has
+# the same CPU kernels as the CPU build of its version, whose list is shipped (scripts/gen_ort_kernels.py).
+_SAFE_PROVIDERS = {"CPUExecutionProvider", "AzureExecutionProvider"}
+KERNEL_TABLE = Path(__file__).with_name("ort_cpu_kernels.json")
+
+
+def listed_cpu_kernels() -> list[tuple[str, str, tuple[int, int], dict[str, list[str]]]]:
+    """(domain, op, (first, last opset), {type constraint: ["tensor(int16)", ...]}) of the CPU build's kernels."""
+    from onnxruntime.capi import _pybind_state as ort_c
+
+    found = [(k.domain, k.op_name, tuple(k.version_range), {n: sorted(k.type_constraints[n])
+                                                             for n in sorted(k.type_constraints)})
+             for k in ort_c.get_all_opkernel_def() if k.provider == "CPUExecutionProvider"]
+    return sorted(found, key=lambda k: (*k[:3], json.dumps(k[3])))
+
+
 @functools.lru_cache(maxsize=1)
 def _cpu_kernels() -> dict[tuple[str, str], list[_Kernel]] | None:
     """(domain, op) -> onnxruntime's CPU kernels, or None without onnxruntime."""
@@ -101,14 +122,18 @@ def _cpu_kernels() -> dict[tuple[str, str], list[_Kernel]] | None:
         from onnxruntime.capi import _pybind_state as ort_c
     except ImportError:
         return None
+    if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS:
+        found = listed_cpu_kernels()
+    else:
+        table = json.loads(KERNEL_TABLE.read_text())
+        log.debug("onnxruntime's CPU kernels as listed by onnxruntime %s (%s)", table["onnxruntime"], KERNEL_TABLE)
+        found = table["kernels"]
     by_name = {f"tensor({_type_name(t)})": t for t in DT if _type_name(t)}
     out: dict[tuple[str, str], list[_Kernel]] = {}
-    for k in ort_c.get_all_opkernel_def():
-        if k.provider != "CPUExecutionProvider":
-            continue
-        domain = "" if k.domain in ("", "ai.onnx") else k.domain
-        cons = {name: frozenset(by_name[t] for t in types if t in by_name) for name, types in k.type_constraints.items()}
-        out.setdefault((domain, k.op_name), []).append(_Kernel(tuple(k.version_range), cons))
+    for domain, op, since, constraints in found:
+        domain = "" if domain in ("", "ai.onnx") else domain
+        cons = {name: frozenset(by_name[t] for t in types if t in by_name) for name, types in constraints.items()}
+        out.setdefault((domain, op), []).append(_Kernel((int(since[0]), int(since[1])), cons))
     return out
 
 

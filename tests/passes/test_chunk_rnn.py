@@ -44,7 +44,7 @@ def rnn_model(op: str, steps: int, batch: int, hidden: int, *, states: bool = Tr
     shapes = {"Y": [steps, d, batch, hidden], "Y_h": [d, batch, hidden], "Y_c": [d, batch, hidden]}
     graph = helper.make_graph([helper.make_node(op, ins, outs, hidden_size=hidden, **attrs)], "g", graph_in,
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def chunked(proto: onnx.ModelProto) -> onnx.ModelProto:

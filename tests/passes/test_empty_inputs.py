@@ -59,7 +59,7 @@ def _node_model(op: str, direction: str, initial: bool, dims: list[int | str]) -
     shapes = [[dims[0], d, dims[1], H]] + [[d, dims[1], H]] * (len(outs) - 1)
     graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, shape)
                                                       for o, shape in zip(outs, shapes)], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def _guarded(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -148,7 +148,7 @@ def _scan_model(dims: list[int | str]) -> onnx.ModelProto:
                                              helper.make_tensor_value_info("X", TensorProto.FLOAT, dims)],
                               [helper.make_tensor_value_info("sT", TensorProto.FLOAT, [dims[0], H]),
                                helper.make_tensor_value_info("Y", TensorProto.FLOAT, [dims[0], dims[1], H])], [w])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def test_scan_over_no_step(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def model(op: str, lens: Lens, *, layers: int = 1, static: bool = False, reshape
                               [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["t", "b", H]),
                                helper.make_tensor_value_info(f"Yh{layers - 1}", TensorProto.FLOAT, [1, "b", H])],
                               inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def dropped(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, list[bool]]:
@@ -192,7 +192,7 @@ def test_onnx_frontend_lengths_dropped(tmp_path: Path, op: str) -> None:
          numpy_helper.from_array(rng.standard_normal((1, g * H, H)).astype(np.float32) * 0.5, "R"),
          numpy_helper.from_array(rng.standard_normal((1, 2 * g * H)).astype(np.float32), "B")])
     onnx_path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), onnx_path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), onnx_path)
     xml = tmp_path / "m.xml"
     ov.save_model(ov.convert_model(str(onnx_path)), str(xml), compress_to_fp16=False)
     proto = assert_equivalent(xml, [rng.standard_normal((6, 2, I)).astype(np.float32)], rtol=1e-4)

@@ -43,7 +43,7 @@ def gru_model(steps: int | str, batch: int | str, *, bias: bool = True, h0: bool
     graph = helper.make_graph([helper.make_node("GRU", ins, outs, hidden_size=H, **attrs)], "g", graph_in,
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs if o],
                               inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:

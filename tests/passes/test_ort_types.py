@@ -3,6 +3,8 @@ computes what numpy computes in the original element type (integers exactly, wra
 
 from __future__ import annotations
 
+import json
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -189,3 +191,25 @@ def test_without_onnxruntime_nothing_changes(monkeypatch: pytest.MonkeyPatch) ->
                [("y", TP.INT16, [2])])
     assert not OrtTypesPass()(m).modified
     assert [n.op_type for n in m.graph] == ["Max"]
+
+
+
+def test_builds_with_gpu_providers_use_the_shipped_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """onnxruntime-gpu cannot be asked for its kernels (asking crashes where TensorRT is absent): it uses the CPU
+    build's list, shipped with the package, and adapts types with it."""
+    live = ort_types._cpu_kernels()
+    ort_types._cpu_kernels.cache_clear()
+    monkeypatch.setattr(ort_types, "_SAFE_PROVIDERS", set())
+    try:
+        shipped = ort_types._cpu_kernels()
+        assert shipped and ("", "Max") in shipped
+        if json.loads(ort_types.KERNEL_TABLE.read_text())["onnxruntime"] == ort.__version__:
+            assert shipped == live, "regenerate it: python scripts/gen_ort_kernels.py"
+        m = _model([oh.make_node("Max", ["a", "b"], ["y"])], [("a", TP.INT16, [3]), ("b", TP.INT16, [3])],
+                   [("y", TP.INT16, [3])])
+        assert OrtTypesPass()(m).modified
+        a, b = np.array([-7, 300, 2], np.int16), np.array([5, -300, 2], np.int16)
+        (got,) = _run(m, {"a": a, "b": b})
+        np.testing.assert_array_equal(got, np.maximum(a, b))
+    finally:
+        ort_types._cpu_kernels.cache_clear()

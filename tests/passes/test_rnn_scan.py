@@ -37,7 +37,7 @@ def rnn_model(steps: int | str, batch: int, *, bias: bool = True, h0: bool = Tru
               "Y_h": [batch, d, H] if batch_major else [d, batch, H]}
     graph = helper.make_graph([node], "g", graph_in,
                               [helper.make_tensor_value_info(o, TensorProto.FLOAT, shapes[o]) for o in outs], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -131,7 +131,7 @@ def _scan_model(const_in_body: bool) -> onnx.ModelProto:
                               [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [2, 3]),
                                helper.make_tensor_value_info("ys", TensorProto.FLOAT, [2, 4, 3])],
                               [] if const_in_body else [c])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 @pytest.mark.parametrize("const_in_body", [False, True])
