@@ -19,18 +19,24 @@ from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
+from ir2onnx.passes.empty_reduce import KeepReducedAxesPass
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
+DEVICES = ("cpu", "cuda")
 log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-                  optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False) -> ir.Model:
+                  optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu") -> ir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
     `f16_as_f32`: the IR's f16 computation runs in f32, as OpenVINO's CPU plugin runs it (f16 weights, inputs and
-    outputs keep their type)."""
+    outputs keep their type).
+    `device`: the onnxruntime execution provider the model is made for, "cpu" or "cuda". For "cuda", fused RNN and
+    GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them)."""
+    if device not in DEVICES:
+        raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
     out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
     passed = False
@@ -39,8 +45,8 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
             if fuse:
                 fuse_recurrent(out)
             if optimize:
-                apply_default_passes(out, fuse=fuse)
-            _guard_empty_inputs(out)  # not an optimisation: onnxruntime fails on some empty inputs
+                apply_default_passes(out, fuse=fuse, device=device)
+            _for_runtime(out)  # not an optimisation: what onnxruntime needs to run the model
             layer_map.refresh(out)  # passes may have removed values
             validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
             passed = True
@@ -51,7 +57,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
             # the plain translation, the reference the passes preserve
             out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
     if not passed:
-        _guard_empty_inputs(out)
+        _for_runtime(out)
         layer_map.refresh(out)
         validate_model(out)  # a translation defect: its own error, which names the layer
     # keep the weights' memory map alive as long as the model that views it
@@ -59,23 +65,25 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     return out
 
 
-def _guard_empty_inputs(model: ir.Model) -> None:
-    guard = GuardEmptyInputsPass()
-    guard(model)
-    layer_map.substitute(model, guard.replaced)
+def _for_runtime(model: ir.Model) -> None:
+    """onnxruntime fails on some empty inputs, and on reductions dropping an empty axis."""
+    for make in (GuardEmptyInputsPass, KeepReducedAxesPass):
+        rewrite = make()
+        rewrite(model)
+        layer_map.substitute(model, rewrite.replaced)
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-            optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False) -> onnx.ModelProto:
+            optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu") -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
     return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
-                                     f16_as_f32=f16_as_f32))
+                                     f16_as_f32=f16_as_f32, device=device))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None,
-                 f16_as_f32: bool = False) -> Path:
+                 f16_as_f32: bool = False, device: str = "cpu") -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,
@@ -92,7 +100,8 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     inputs = {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}
     if out.resolve() in inputs or (out.parent / (out.name + ".data")).resolve() in inputs:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32)
+    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
+                          device=device)
     return _write_model(model, out, weights, progress)
 
 
@@ -113,7 +122,7 @@ def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = No
     from ir2onnx.check.runner import run_check
 
     if onnx_model is None:
-        onnx_model = convert(xml_path, bin_path, opset=opset)
+        onnx_model = convert(xml_path, bin_path, opset=opset, device=device)
     model = onnx_model if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
     if inputs is not None and not isinstance(inputs, Mapping):
         header = onnx.load(model, load_external_data=False) if isinstance(model, str) else model

@@ -72,7 +72,7 @@ def convert(a: argparse.Namespace) -> int:
         with bar:
             path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize, fuse=a.fuse,
                                         weights=a.weights, external_data=a.external_data, progress=bar.update,
-                                        f16_as_f32=a.f16_as_f32)
+                                        f16_as_f32=a.f16_as_f32, device=a.device)
         if not a.quiet:
             _say(f"wrote {path}")
         if not a.check:
@@ -180,7 +180,9 @@ def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
     what = "the check's " if in_convert else "the "
     p.add_argument("--inputs", type=Path, metavar="FILE.npz", help=f".npz with {what}inputs, keyed by input name")
     p.add_argument("--device", default="cpu", metavar="cpu|cuda",
-                   help="cpu or cuda (for --check)" if in_convert else "cpu or cuda: where onnxruntime runs")
+                   help="cpu or cuda: the onnxruntime execution provider the model is made for (for cuda, "
+                        "fused RNN/GRU nodes stay nodes for cuDNN), and where --check runs it" if in_convert
+                   else "cpu or cuda: where onnxruntime runs")
     p.add_argument("--rtol", type=float, metavar="R", default=1e-4, help="relative tolerance (default 1e-4)")
     p.add_argument("--atol", type=float, metavar="A", default=1e-5, help="absolute tolerance (default 1e-5)")
     p.add_argument("--seed", type=int, metavar="S", default=0, help=f"seed of {what}random inputs (default 0)")

@@ -19,7 +19,7 @@ the cell masked by a step counter against the lengths; also with the lengths as 
 
 `--ir model.xml` times one IR of your own instead (random inputs of its static shapes, or `--shape` per input).
 
-`--device cuda` runs onnxruntime on its CUDA execution provider (OpenVINO stays on the CPU).
+`--device cuda` converts for CUDA and runs onnxruntime on its CUDA execution provider (OpenVINO stays on the CPU).
 
 Needs openvino. Usage: python scripts/bench_recurrent.py [--threads 2] [--repeat 20] [--only REGEX] [--device cuda]
                                                          [--quick | --sweep | --ir model.xml [--shape 4,20,8]...]
@@ -407,7 +407,7 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
     runs = {}
     try:
         for label, fuse in (("fused", True), ("loop", False)):
-            proto = ir2onnx.convert(xml, fuse=fuse, f16_as_f32=args.f16_as_f32)
+            proto = ir2onnx.convert(xml, fuse=fuse, f16_as_f32=args.f16_as_f32, device=args.device)
             session = ort_session(proto, args.threads, args.device)
             names = [i.name for i in session.get_inputs()]
             got = session.run(None, dict(zip(names, feed)))

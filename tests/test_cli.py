@@ -102,6 +102,21 @@ def test_cuda_without_provider_fails_clearly(tmp_path: Path) -> None:
     assert r.returncode == 2 and "CUDA" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_convert_for_cuda_needs_no_gpu(tmp_path: Path) -> None:
+    """--device cuda without --check only shapes the model for CUDA (an RNN stays a node, not the CPU's Scan)."""
+    import onnx
+
+    outs = {}
+    for device in ("cpu", "cuda"):
+        outs[device] = tmp_path / f"{device}.onnx"
+        r = run("convert", str(ROOT / "tests" / "fixtures" / "tf_simple_rnn" / "model.xml"), "-o", str(outs[device]),
+                "--device", device)
+        assert r.returncode == 0, r.stdout + r.stderr
+    ops = {d: [n.op_type for n in onnx.load(str(o)).graph.node] for d, o in outs.items()}
+    assert "RNN" in ops["cuda"] and "Scan" not in ops["cuda"]
+    assert "RNN" not in ops["cpu"] and "Scan" in ops["cpu"]
+
+
 def test_info_shows_loop_structure() -> None:
     r = run("info", str(SAMPLES / "nested" / "model.xml"))
     assert r.returncode == 0, r.stderr

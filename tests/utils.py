@@ -43,9 +43,11 @@ def assert_equivalent(
     rtol: float = RTOL,
     atol: float = ATOL,
     proto: onnx.ModelProto | None = None,
+    run_on: str = "cpu",
     **convert_kwargs: Any,
 ) -> onnx.ModelProto:
-    """Convert `xml`, then check names, order, shapes, dtypes and values against OpenVINO on the same inputs."""
+    """Convert `xml`, then check names, order, shapes, dtypes and values against OpenVINO on the same inputs
+    (onnxruntime on the device `run_on`)."""
     if proto is None:
         proto = convert_checked(xml, **convert_kwargs)
     ov_model = ov.Core().read_model(str(xml))
@@ -68,7 +70,7 @@ def assert_equivalent(
             if ovd.is_static and d.HasField("dim_value"):
                 assert d.dim_value == ovd.get_length(), f"{out.name}: declared dims differ from OpenVINO's {ps}"
     ref = run_openvino(str(xml), list(inputs))
-    got = run_onnxruntime(proto, dict(zip(onnx_in, inputs)))
+    got = run_onnxruntime(proto, dict(zip(onnx_in, inputs)), run_on)
     for name, g, r in zip(onnx_out, got, ref):
         assert g.dtype == r.dtype, f"{name}: dtype {g.dtype} != OpenVINO's {r.dtype}"
         c = compare_output(name, g, r, rtol, atol)

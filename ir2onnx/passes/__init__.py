@@ -2,7 +2,9 @@
 
 Recurrent fusion (`fuse=True`, default; `fuse=False` / `--no-fuse` keeps the loops) runs first; then the default
 optimisations (`optimize=False` / `--no-optimize` skips them). Each pass keeps what the model computes; the plain
-translation stays simple and correct without them.
+translation stays simple and correct without them. Three of them work around onnxruntime's CPU kernels for RNN
+and GRU nodes and are left out for a model converted for CUDA (`device="cuda"`), whose cuDNN kernels run the fused
+nodes faster than the Scans they would become.
 """
 
 from __future__ import annotations
@@ -52,15 +54,18 @@ DEFAULT_PASSES = (
     RemoveUnusedSubgraphInitializersPass,  # bodies' and branches' initializers nothing reads any more
     NameFixPass,  # new values get names unique across the model
 )
+CPU_ONLY_PASSES = (RNNAsScanPass, ChunkRecurrentPass, GRUAsScanPass)
 
 
-def apply_default_passes(model: ir.Model, *, fuse: bool = False) -> None:
-    """Apply the default passes in place. `fuse`: loops the recurrent fusion left are tried again first, once the
-    per-step work around their cell has been moved out of them."""
+def apply_default_passes(model: ir.Model, *, fuse: bool = False, device: str = "cpu") -> None:
+    """Apply the default passes in place (for a model to run on `device`: "cpu" or "cuda"). `fuse`: loops the
+    recurrent fusion left are tried again first, once the per-step work around their cell has been moved out of
+    them."""
     if fuse:
         _fuse_after_moving_work(model)
     for make in DEFAULT_PASSES:
-        make()(model)
+        if device == "cpu" or make not in CPU_ONLY_PASSES:
+            make()(model)
 
 
 def _fuse_after_moving_work(model: ir.Model) -> None:

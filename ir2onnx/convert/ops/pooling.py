@@ -68,6 +68,23 @@ def _pad(ctx: LayerContext, ar: Arith, x: ir.Value, pb: Vec, pe: Vec, value: ir.
     return ctx.b.op("Pad", [x, full] + ([value] if value is not None else []), {"mode": "constant"})
 
 
+def _zeros_around(ctx: LayerContext, ar: Arith, x: ir.Value, pb: Vec, pe: Vec, zero: ir.Value) -> ir.Value:
+    """x with zeros before (pb) and after (pe) its spatial axes, by Concat rather than Pad: onnxruntime 1.31 folds
+    a zero Pad into the AveragePool after it, whose kernel then refuses the pads it got where one reaches the
+    kernel's size ("Pad should be smaller than kernel"; 1.32 no longer folds those)."""
+    b = ctx.b
+    for i in range(ctx.input_rank(0) - 2):
+        axis = 2 + i
+        for amount, before in ((pb, True), (pe, False)):
+            if Arith.static(amount) and int(amount[i]) == 0:  # type: ignore[index]
+                continue
+            n = b.i64([int(amount[i])]) if Arith.static(amount) else \
+                b.slice(ar.value(amount), [i], [i + 1], [0])  # type: ignore[index]
+            zeros = b.op("Expand", [zero, b.concat([b.shape_of(x, 0, axis), n, b.shape_of(x, axis + 1)], 0)])
+            x = b.concat([zeros, x] if before else [x, zeros], axis)
+    return x
+
+
 @converter("MaxPool", "opset1", "opset8", "opset14")
 def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
     """Values and (opset8+) indices: flat positions in the input from axis `axis` on, in index_element_type."""
@@ -202,11 +219,11 @@ def _avg_pool(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, attrs:
         return b.op("AveragePool", [x], attrs)  # type: ignore[arg-type]
     attrs["count_include_pad"] = 1
     zero = b.const(np.asarray(0, dtype))
-    total = b.op("AveragePool", [_pad(ctx, ar, x, pb, pe, zero)], attrs)  # type: ignore[arg-type]
+    total = b.op("AveragePool", [_zeros_around(ctx, ar, x, pb, pe, zero)], attrs)  # type: ignore[arg-type]
     if not exclude:
         return total
     ones = b.op("ConstantOfShape", [b.shape_of(x)], {"value": np.ones(1, dtype)})
-    share = b.op("AveragePool", [_pad(ctx, ar, ones, pb, pe, zero)], attrs)  # type: ignore[arg-type]
+    share = b.op("AveragePool", [_zeros_around(ctx, ar, ones, pb, pe, zero)], attrs)  # type: ignore[arg-type]
     y = b.op("Div", [total, share])
     # A window without input elements: OpenVINO divides 0 by the product over the axes of
     # min(start + dk, in) - max(start, 0), which is 0 (NaN result) or negative (a zero result).

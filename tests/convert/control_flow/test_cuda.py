@@ -16,7 +16,8 @@ from ir2onnx.check.onnxruntime_run import cuda_available, make_session, placemen
 from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.errors import CheckError
 from tests.convert.control_flow.builders import loop_model, ti_accumulate, ti_lstm
-from tests.utils import convert_checked, count_ops, rng_inputs, save_ir
+from tests.convert.control_flow.test_framework_fixtures import OPENVINO_FAILS
+from tests.utils import assert_equivalent, convert_checked, count_ops, rng_inputs, save_ir
 
 ROOT = Path(__file__).resolve().parents[3]
 # every sample with a TensorIterator or Loop
@@ -25,6 +26,11 @@ LOOP_SAMPLES = sorted(p.parent.name for p in (ROOT / "samples").glob("*/model.xm
 CUDA = cuda_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="onnxruntime's CUDA execution provider is not available (needs "
                                 "pip install \"ir2onnx[cuda]\" and an NVIDIA GPU with its driver)")
+
+
+# every IR written by OpenVINO's frontends and kept with its inputs (tests/fixtures), OpenVINO able to run it
+FIXTURES = sorted(p.parent.name for p in (ROOT / "tests" / "fixtures").glob("*/inputs.npz")
+                  if p.parent.name not in OPENVINO_FAILS)
 
 
 def test_samples_with_loops_exist() -> None:
@@ -67,6 +73,18 @@ def test_fused_lstm_on_cuda(tmp_path: Path) -> None:
     report = ir2onnx.check(xml, proto, device="cuda")
     assert report.passed, report
     assert not any(n.startswith("LSTM ") for n in report.placement.cpu_nodes), report.placement
+
+
+@needs_cuda
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "loops"])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_fixtures_on_cuda(name: str, fuse: bool) -> None:
+    """Each frontend's IR, converted for CUDA with and without recurrent fusion, on CUDA against OpenVINO (CPU,
+    f32)."""
+    d = ROOT / "tests" / "fixtures" / name
+    stored = np.load(d / "inputs.npz")
+    assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4, atol=1e-5, run_on="cuda",
+                      fuse=fuse, device="cuda")
 
 
 @needs_cuda
