@@ -19,7 +19,7 @@ from ir2onnx.errors import ConversionError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
-from ir2onnx.passes.empty_reduce import KeepReducedAxesPass
+from ir2onnx.passes.empty_reduce import EmptyReductionsPass
 from ir2onnx.write import Progress, write_model
 
 PathLike = str | os.PathLike[str]
@@ -67,7 +67,7 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
 
 def _for_runtime(model: ir.Model) -> None:
     """onnxruntime fails on some empty inputs, and on reductions dropping an empty axis."""
-    for make in (GuardEmptyInputsPass, KeepReducedAxesPass):
+    for make in (GuardEmptyInputsPass, EmptyReductionsPass):
         rewrite = make()
         rewrite(model)
         layer_map.substitute(model, rewrite.replaced)

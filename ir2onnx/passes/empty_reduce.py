@@ -1,11 +1,13 @@
-"""Reductions that drop a possibly empty axis keep it, then squeeze it: onnxruntime's CUDA kernels refuse to drop one.
+"""Reductions over a possibly empty axis: the axes given non-negative, and kept (then squeezed) where dropped.
 
 Reducing an axis of length 0 gives the reduction's identity (ONNX, OpenVINO): a sum over a loop's empty slice, say.
-onnxruntime's CUDA kernels (1.31) refuse it when keepdims is 0 ("Can't reduce on dim with value of 0 if 'keepdims'
-is false"); with keepdims=1 they compute it, and a Squeeze of the reduced axes gives the same result. Only nodes
-whose reduced axes are constants (or absent: all axes) and not all of static positive length change. Applied to
-every converted model, optimisations on or off (what onnxruntime needs to run it), so that a model converted for
-the CPU runs on CUDA too.
+onnxruntime mishandles it in two ways: its CUDA kernels (1.31) refuse to drop such an axis ("Can't reduce on dim with
+value of 0 if 'keepdims' is false"), and its CPU kernels of 1.31 (the newest onnxruntime-gpu) return an empty
+input's own shape when an axis is given negative ([3, 0] summed over axis -1 gives [3, 0]; over axis 1, [3]). So a
+Reduce* node with its axes known (constants, or absent: all axes) and its rank, that drops a reduced axis not of
+static positive length or names a negative axis while its input may be empty, gets its axes as non-negative
+constants and keepdims=1, then a Squeeze of those axes where it had keepdims=0: the same result. Applied to every converted model, optimisations on
+or off (what onnxruntime needs to run it), so that a model converted for the CPU runs on CUDA too.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ir2onnx.passes.loop_utils import const_ints, is_default_domain
 _AXES_AS_INPUT_SINCE = {"ReduceSum": 13}  # the others take axes as an input from opset 18
 
 
-class KeepReducedAxesPass(ir.passes.InPlacePass):
+class EmptyReductionsPass(ir.passes.InPlacePass):
     """See the module docstring. After a run, `replaced` maps each replaced value to the one computing it now."""
 
     def __init__(self) -> None:
@@ -30,23 +32,28 @@ class KeepReducedAxesPass(ir.passes.InPlacePass):
         modified = False
         opset = model.opset_imports.get("", 1)
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if not (node.op_type.startswith("Reduce") and is_default_domain(node)) or attr(node, "keepdims", 1):
+            if not (node.op_type.startswith("Reduce") and is_default_domain(node)):
                 continue
-            axes = _reduced_axes(node, opset)
-            if axes is None:
+            found = _reduced_axes(node, opset)
+            if found is None:
                 continue
+            axes, as_input, negative = found
             dims = shape_of(node.inputs[0])
-            if dims is not None and all(isinstance(dims[a], int) and dims[a] > 0 for a in axes):
+            assert dims is not None  # (_reduced_axes knew the rank)
+            positive = [isinstance(d, int) and d > 0 for d in dims]
+            drops_empty = not attr(node, "keepdims", 1) and not all(positive[a] for a in axes)
+            if not drops_empty and not (negative and not all(positive)):
                 continue
             names = names if names is not None else all_names(model.graph)
             old = node.outputs[0]
-            self.replaced[old] = _keep(node, model.graph, names, axes)
+            self.replaced[old] = _rewrite(node, model.graph, names, axes, as_input)
             modified = True
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _reduced_axes(node: ir.Node, opset: int) -> list[int] | None:
-    """The reduced axes, non-negative, when the node's rank and axes are known."""
+def _reduced_axes(node: ir.Node, opset: int) -> tuple[list[int], bool, bool] | None:
+    """(The reduced axes, non-negative; whether axes are an input; whether any was given negative), when the node's
+    rank and axes are known."""
     dims = shape_of(node.inputs[0])
     if dims is None:
         return None
@@ -58,16 +65,25 @@ def _reduced_axes(node: ir.Node, opset: int) -> list[int] | None:
     if not axes:
         if as_input and given is not None and attr(node, "noop_with_empty_axes", 0):
             return None
-        return list(range(len(dims)))
-    return sorted(int(a) % len(dims) for a in axes)  # type: ignore[union-attr]
+        return list(range(len(dims))), as_input, False
+    given_axes = [int(a) for a in axes]  # type: ignore[union-attr]
+    return sorted(a % len(dims) for a in given_axes), as_input, min(given_axes) < 0
 
 
-def _keep(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int]) -> ir.Value:
+def _rewrite(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int], as_input: bool) -> ir.Value:
     em = Emitter(node, root, names)
-    attrs = {a.name: a.value for a in node.attributes.values()}
+    attrs = {a.name: a.value for a in node.attributes.values() if a.name != "axes"}
     attrs["keepdims"] = 1
-    kept = em.op1(node.op_type, list(node.inputs), attrs)
-    out = em.squeeze(kept, axes)
+    if as_input:
+        out = em.op1(node.op_type, [node.inputs[0], em.i64(axes)], attrs)
+    else:
+        out = em.op1(node.op_type, [node.inputs[0]], {**attrs, "axes": axes})
+    if not attr(node, "keepdims", 1):
+        out = em.squeeze(out, axes)
     em.commit()
+    given = input_at(node, 1)
     replace_node(node, [(node.outputs[0], out)], "kept")
+    owner = given.graph if given is not None else None
+    if owner is not None and not given.uses() and given.name in owner.initializers:  # type: ignore[union-attr]
+        del owner.initializers[given.name]  # type: ignore[union-attr,arg-type]  (nothing reads the old axes)
     return out

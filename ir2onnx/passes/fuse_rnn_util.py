@@ -404,7 +404,7 @@ def _derive(n: ir.Node, v: ir.Value) -> Dims | None:
     if op in ("Add", "Sub", "Mul", "Div"):
         a, b = shape_of(n.inputs[0]), shape_of(n.inputs[1])
         return None if a is None or b is None else _broadcast(a, b)
-    x = shape_of(n.inputs[0])
+    x = shape_of(n.inputs[0]) if n.inputs else None  # (a Constant has no input)
     if x is None:
         return None
     if op == "MatMul":

@@ -1,5 +1,5 @@
-"""Reductions that drop a possibly empty axis keep it and squeeze it (onnxruntime's CUDA kernels refuse to drop an
-empty axis); models converted for CUDA keep fused RNN/GRU nodes (the
+"""Reductions over a possibly empty axis get non-negative axes and keep them, squeezed after (onnxruntime's CUDA kernels
+refuse to drop an empty axis; its 1.31 CPU kernels return an empty input's shape for a negative axis); models converted for CUDA keep fused RNN/GRU nodes (the
 CPU-only rewrites are left out). Numbers are compared on onnxruntime's CPU provider here;
 tests/convert/control_flow/test_cuda.py runs the fixtures on CUDA."""
 
@@ -17,7 +17,7 @@ import ir2onnx
 from ir2onnx.check.onnx_edit import all_nodes
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.errors import ConversionError
-from ir2onnx.passes.empty_reduce import KeepReducedAxesPass
+from ir2onnx.passes.empty_reduce import EmptyReductionsPass
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, save_ir
 
@@ -45,14 +45,26 @@ def test_possibly_empty_axes_are_kept_then_squeezed(op: str, axes: list[int] | N
                                                     feed: tuple[int, ...]) -> None:
     model = _reduce_model(op, 0, axes, shape)
     x = np.arange(int(np.prod(feed)), dtype=np.float32).reshape(feed) / 7
-    want = run_onnxruntime(ir.to_proto(model), {"x": x})[0]
-    assert KeepReducedAxesPass()(model).modified
+    reduce = {"ReduceSum": np.sum, "ReduceProd": np.prod, "ReduceMean": np.mean,
+              "ReduceSumSquare": lambda a, axis: np.sum(a * a, axis=axis)}[op]
+    want = reduce(x, axis=tuple(axes) if axes is not None else None)
+    assert EmptyReductionsPass()(model).modified
     assert [n.op_type for n in model.graph] == [op, "Squeeze"]
-    assert next(iter(model.graph)).attributes["keepdims"].value == 1
+    reduce = next(iter(model.graph))
+    assert reduce.attributes["keepdims"].value == 1 and min(reduce.inputs[1].const_value.numpy()) >= 0
     assert [o.name for o in model.graph.outputs] == ["y"]
     got = run_onnxruntime(ir.to_proto(model), {"x": x})[0]
-    assert got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_negative_axes_of_a_possibly_empty_input_become_non_negative() -> None:
+    model = _reduce_model("ReduceMax", 1, [-1], [3, "n"])
+    x = np.zeros((3, 0), np.float32)
+    assert EmptyReductionsPass()(model).modified
+    assert [n.op_type for n in model.graph] == ["ReduceMax"]
+    assert list(next(iter(model.graph)).inputs[1].const_value.numpy()) == [1]
+    assert run_onnxruntime(ir.to_proto(model), {"x": x})[0].shape == (3, 1)
 
 
 @pytest.mark.parametrize(("keepdims", "axes", "shape"), [
@@ -62,7 +74,7 @@ def test_possibly_empty_axes_are_kept_then_squeezed(op: str, axes: list[int] | N
 ])
 def test_other_reductions_are_left_alone(keepdims: int | None, axes: list[int], shape: list[int | str]) -> None:
     model = _reduce_model("ReduceSum", keepdims, axes, shape)
-    assert not KeepReducedAxesPass()(model).modified
+    assert not EmptyReductionsPass()(model).modified
     assert [n.op_type for n in model.graph] == ["ReduceSum"]
 
 
@@ -94,3 +106,14 @@ def test_cuda_keeps_fused_nodes(tmp_path: Path, kind: str, batch: int, hidden: i
 def test_unknown_device_is_refused() -> None:
     with pytest.raises(ConversionError, match="unknown device 'gpu'"):
         ir2onnx.convert(FIXTURES / "tf_for_loop_columns" / "model.xml", device="gpu")
+
+
+def test_reduction_of_a_constant_node() -> None:
+    """The input's shape read through a Constant node (which has no input of its own) is the constant's."""
+    graph = oh.make_graph([oh.make_node("Constant", [], ["c"], value=oh.make_tensor("v", TP.FLOAT, [3], [1, 2, 3])),
+                           oh.make_node("ReduceSum", ["c", "axes"], ["y"], keepdims=0)], "g", [],
+                          [oh.make_tensor_value_info("y", TP.FLOAT, None)],
+                          initializer=[oh.make_tensor("axes", TP.INT64, [1], [-1])])
+    model = ir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)], ir_version=8))
+    EmptyReductionsPass()(model)
+    assert run_onnxruntime(ir.to_proto(model), {})[0] == 6
