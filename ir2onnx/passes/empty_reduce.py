@@ -6,15 +6,16 @@ value of 0 if 'keepdims' is false"), and its CPU kernels of 1.31 (the newest onn
 input's own shape when an axis is given negative ([3, 0] summed over axis -1 gives [3, 0]; over axis 1, [3]). So a
 Reduce* node with its axes known (constants, or absent: all axes) and its rank, that drops a reduced axis not of
 static positive length or names a negative axis while its input may be empty, gets its axes as non-negative
-constants and keepdims=1, then a Squeeze of those axes where it had keepdims=0: the same result. Applied to every converted model, optimisations on
-or off (what onnxruntime needs to run it), so that a model converted for the CPU runs on CUDA too.
+constants and keepdims=1, then a Squeeze of those axes where it had keepdims=0: the same result. Applied to every
+converted model, optimisations on or off (what onnxruntime needs to run it), so that a model converted for the CPU
+runs on CUDA too.
 """
 
 from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, input_at, replace_node, shape_of
+from ir2onnx.passes.fuse_rnn_util import Dims, Emitter, all_names, attr, input_at, replace_node, shape_of
 from ir2onnx.passes.loop_utils import const_ints, is_default_domain
 
 _AXES_AS_INPUT_SINCE = {"ReduceSum": 13}  # the others take axes as an input from opset 18
@@ -37,9 +38,7 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
             found = _reduced_axes(node, opset)
             if found is None:
                 continue
-            axes, as_input, negative = found
-            dims = shape_of(node.inputs[0])
-            assert dims is not None  # (_reduced_axes knew the rank)
+            dims, axes, as_input, negative = found
             positive = [isinstance(d, int) and d > 0 for d in dims]
             drops_empty = not attr(node, "keepdims", 1) and not all(positive[a] for a in axes)
             if not drops_empty and not (negative and not all(positive)):
@@ -51,9 +50,9 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _reduced_axes(node: ir.Node, opset: int) -> tuple[list[int], bool, bool] | None:
-    """(The reduced axes, non-negative; whether axes are an input; whether any was given negative), when the node's
-    rank and axes are known."""
+def _reduced_axes(node: ir.Node, opset: int) -> tuple[Dims, list[int], bool, bool] | None:
+    """(The input's dims; the reduced axes, non-negative; whether axes are an input; whether any was given
+    negative), when the node's rank and axes are known."""
     dims = shape_of(node.inputs[0])
     if dims is None:
         return None
@@ -65,9 +64,9 @@ def _reduced_axes(node: ir.Node, opset: int) -> tuple[list[int], bool, bool] | N
     if not axes:
         if as_input and given is not None and attr(node, "noop_with_empty_axes", 0):
             return None
-        return list(range(len(dims))), as_input, False
+        return dims, list(range(len(dims))), as_input, False
     given_axes = [int(a) for a in axes]  # type: ignore[union-attr]
-    return sorted(a % len(dims) for a in given_axes), as_input, min(given_axes) < 0
+    return dims, sorted(a % len(dims) for a in given_axes), as_input, min(given_axes) < 0
 
 
 def _rewrite(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int], as_input: bool) -> ir.Value:
