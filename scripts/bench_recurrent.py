@@ -378,21 +378,13 @@ def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]],
 
 
 def ort_session(proto: Any, threads: int, device: str = "cpu") -> Any:
-    import onnxruntime as ort
+    """The check's session (on CUDA: full f32 products, as OpenVINO computes with its f32 precision hint)."""
+    from ir2onnx.check.worker import ort_session as make
 
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    providers: list[Any] = ["CPUExecutionProvider"]
-    if device == "cuda":
-        if hasattr(ort, "preload_dlls"):
-            ort.preload_dlls()
-        if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise SystemExit(f"--device cuda: onnxruntime {ort.__version__} has no CUDA execution provider here")
-        # f32 products, as OpenVINO computes with its f32 precision hint (TF32 would round their inputs to 10 bits)
-        providers.insert(0, ("CUDAExecutionProvider", {"use_tf32": "0"}))
-    return ort.InferenceSession(proto.SerializeToString(), opts, providers=providers)
+    try:
+        return make(proto.SerializeToString(), device, threads=threads)
+    except RuntimeError as e:
+        raise SystemExit(f"--device {device}: {e}") from None
 
 
 def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:

@@ -66,8 +66,9 @@ PROVIDERS: dict[str, list[Any]] = {"cpu": ["CPUExecutionProvider"],
 _RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
 
 
-def ort_session(model: str | bytes, device: str, record_placement: bool = False) -> Any:
-    """An onnxruntime session on `device`; on "cuda" the CUDA provider must be in use (else RuntimeError)."""
+def ort_session(model: str | bytes, device: str, record_placement: bool = False, threads: int | None = None) -> Any:
+    """An onnxruntime session on `device` (`threads`: its intra-op threads, one inter-op thread); on "cuda" the CUDA
+    provider must be in use (else RuntimeError)."""
     import onnxruntime as ort
 
     if device == "cuda" and hasattr(ort, "preload_dlls"):
@@ -77,6 +78,8 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False)
             pass
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    if threads is not None:
+        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     if record_placement:
         opts.add_session_config_entry(_RECORD_ASSIGNMENT, "1")
     session = ort.InferenceSession(model, opts, providers=PROVIDERS[device])

@@ -18,8 +18,6 @@ import onnx_ir as ir
 from ir2onnx.passes.fuse_rnn_util import Dims, Emitter, all_names, attr, input_at, replace_node, shape_of
 from ir2onnx.passes.loop_utils import const_ints, is_default_domain
 
-_AXES_AS_INPUT_SINCE = {"ReduceSum": 13}  # the others take axes as an input from opset 18
-
 
 class EmptyReductionsPass(ir.passes.InPlacePass):
     """See the module docstring. After a run, `replaced` maps each replaced value to the one computing it now."""
@@ -31,56 +29,52 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names: set[str] | None = None
         modified = False
-        opset = model.opset_imports.get("", 1)
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if not (node.op_type.startswith("Reduce") and is_default_domain(node)):
                 continue
-            found = _reduced_axes(node, opset)
+            found = _reduced_axes(node)
             if found is None:
                 continue
-            dims, axes, as_input, negative = found
+            dims, axes, negative = found
             positive = [isinstance(d, int) and d > 0 for d in dims]
             drops_empty = not attr(node, "keepdims", 1) and not all(positive[a] for a in axes)
             if not drops_empty and not (negative and not all(positive)):
                 continue
             names = names if names is not None else all_names(model.graph)
             old = node.outputs[0]
-            self.replaced[old] = _rewrite(node, model.graph, names, axes, as_input)
+            self.replaced[old] = _rewrite(node, model.graph, names, axes)
             modified = True
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _reduced_axes(node: ir.Node, opset: int) -> tuple[Dims, list[int], bool, bool] | None:
-    """(The input's dims; the reduced axes, non-negative; whether axes are an input; whether any was given
-    negative), when the node's rank and axes are known."""
+def _reduced_axes(node: ir.Node) -> tuple[Dims, list[int], bool] | None:
+    """(The input's dims; the reduced axes, non-negative; whether any was given negative), when the node's rank and
+    axes are known. The axes are the node's own: an input, an attribute (older opsets), or none (all axes)."""
     dims = shape_of(node.inputs[0])
     if dims is None:
         return None
-    as_input = opset >= _AXES_AS_INPUT_SINCE.get(node.op_type, 18)
-    given = input_at(node, 1) if as_input else None
-    axes = const_ints(given) if as_input else attr(node, "axes")
-    if as_input and given is not None and axes is None:
+    given = input_at(node, 1)
+    axes = const_ints(given) if given is not None else attr(node, "axes")
+    if given is not None and axes is None:
         return None  # run-time axes
-    if not axes:
-        if as_input and given is not None and attr(node, "noop_with_empty_axes", 0):
-            return None
-        return dims, list(range(len(dims))), as_input, False
+    if not axes:  # all axes, unless told to reduce none
+        return None if attr(node, "noop_with_empty_axes", 0) else (dims, list(range(len(dims))), False)
     given_axes = [int(a) for a in axes]  # type: ignore[union-attr]
-    return dims, sorted(a % len(dims) for a in given_axes), as_input, min(given_axes) < 0
+    return dims, sorted(a % len(dims) for a in given_axes), min(given_axes) < 0
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int], as_input: bool) -> ir.Value:
+def _rewrite(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int]) -> ir.Value:
+    """The node with keepdims=1 and its axes (given as it gave them) non-negative, then a Squeeze if it dropped them."""
     em = Emitter(node, root, names)
-    attrs = {a.name: a.value for a in node.attributes.values() if a.name != "axes"}
+    attrs = {a.name: a.value for a in node.attributes.values()}
     attrs["keepdims"] = 1
-    if as_input:
-        out = em.op1(node.op_type, [node.inputs[0], em.i64(axes)], attrs)
-    else:
-        out = em.op1(node.op_type, [node.inputs[0]], {**attrs, "axes": axes})
+    given = input_at(node, 1)
+    if "axes" in attrs:
+        attrs["axes"] = axes
+    out = em.op1(node.op_type, [node.inputs[0], em.i64(axes)] if given is not None else [node.inputs[0]], attrs)
     if not attr(node, "keepdims", 1):
         out = em.squeeze(out, axes)
     em.commit()
-    given = input_at(node, 1)
     replace_node(node, [(node.outputs[0], out)], "kept")
     owner = given.graph if given is not None else None
     if owner is not None and not given.uses() and given.name in owner.initializers:  # type: ignore[union-attr]
