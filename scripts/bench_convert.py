@@ -123,9 +123,9 @@ def file_copy(path: Path, target: Path) -> float:
 
 
 def openvino_read(xml: Path) -> float | None:
-    code = ("import time, openvino as ov; c = ov.Core(); t = time.perf_counter(); c.read_model(%r); "
-            "print(time.perf_counter() - t)" % str(xml))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    code = (f"import time, openvino as ov; c = ov.Core(); t = time.perf_counter(); c.read_model({str(xml)!r}); "
+            "print(time.perf_counter() - t)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     return float(r.stdout.strip()) if r.returncode == 0 else None
 
 
@@ -164,8 +164,8 @@ def main() -> None:
         for mode in ("reference", "copy"):
             out = d / "out" / "model.onnx" if mode == "copy" else d / "model.onnx"
             cmd = [sys.executable, "-m", "ir2onnx", "convert", str(xml), "-o", str(out), "--weights", mode, "--quiet"]
-            def fresh() -> dict[str, float]:  # into a new file, as the copy of the .bin above (no old output to free)
-                for old in out.parent.glob(out.name + "*"):
+            def fresh(out: Path = out, cmd: list[str] = cmd) -> dict[str, float]:
+                for old in out.parent.glob(out.name + "*"):  # into a new file, as the copy of the .bin above
                     old.unlink()
                 return run_measured(cmd)
 

@@ -154,7 +154,7 @@ def main() -> None:
                         reference = hand_written(kind, body, args.batch, steps, args.size)
                         ref = make_session(reference, "cpu").run(None, feed)
                         got = dict(zip(names, session.run(None, feed)))
-                        np.testing.assert_allclose(list(got.values())[0], ref[0], rtol=1e-4, atol=1e-5)
+                        np.testing.assert_allclose(next(iter(got.values())), ref[0], rtol=1e-4, atol=1e-5)
                 per_iter[variant] = (t[1] - t[0]) / (args.steps[1] - args.steps[0])
             base = per_iter["hand-written"]
             for variant, v in per_iter.items():

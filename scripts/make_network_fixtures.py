@@ -131,7 +131,7 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, mem: torch.Tensor, causal: bool) -> torch.Tensor:
         b, n, d = x.shape
-        split = lambda t: t.view(b, -1, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
+        split = lambda t: t.view(b, -1, self.heads, d // self.heads).transpose(1, 2)
         y = F.scaled_dot_product_attention(split(self.q(x)), split(self.k(mem)), split(self.v(mem)),
                                            is_causal=causal)
         return self.o(y.transpose(1, 2).reshape(b, n, d))

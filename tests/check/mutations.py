@@ -207,7 +207,7 @@ def slice_off_by_one(model: onnx.ModelProto) -> onnx.ModelProto:
     except NotApplicable:
         pass
     try:
-        g, i, loop, sl, axis = _loop_sliced_input(m)
+        g, i, _, sl, axis = _loop_sliced_input(m)
         sl.input[0], _ = _roll_or_reverse(g, i, sl.input[0], axis, "roll")
         return m
     except NotApplicable:
@@ -222,7 +222,7 @@ def scan_direction_flipped(model: onnx.ModelProto) -> onnx.ModelProto:
     m = _copy(model)
     try:
         _, _, node = _find(m, ("Scan",))
-        n_state, n_scan = _scan_counts(node)
+        _, n_scan = _scan_counts(node)
         dirs = _ints(node, "scan_input_directions", [0] * n_scan)
         dirs[0] = 1 - dirs[0]
         _set_ints(node, "scan_input_directions", dirs)
@@ -275,7 +275,7 @@ def concat_axis_wrong(model: onnx.ModelProto) -> onnx.ModelProto:
     m = _copy(model)
     try:
         _, _, node = _find(m, ("Scan",))
-        n_state, n_scan = _scan_counts(node)
+        n_state, _ = _scan_counts(node)
         n_scan_out = len(node.output) - n_state
         if n_scan_out == 0:
             raise NotApplicable("Scan without scan outputs")
@@ -383,7 +383,7 @@ def outputs_swapped(model: onnx.ModelProto) -> onnx.ModelProto:
             body = _body(node)
             if node.op_type == "Scan":
                 n_state, _ = _scan_counts(node)
-                groups = [range(0, n_state), range(n_state, len(body.output))]
+                groups = [range(n_state), range(n_state, len(body.output))]
             else:
                 n_carried = len(node.input) - 2
                 groups = [range(1, 1 + n_carried), range(1 + n_carried, len(body.output))]

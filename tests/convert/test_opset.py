@@ -7,13 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
 from ir2onnx.convert.model import MIN_OPSET, newest_opset
 from tests.utils import assert_equivalent, ov, save_ir
-
-import openvino.opset13 as ops  # noqa: E402  (after the importorskip in tests.utils)
 
 
 def _opset(proto: onnx.ModelProto) -> int:

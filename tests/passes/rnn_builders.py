@@ -143,7 +143,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
                    clip: float = 0.0, activations: Sequence[str] | None = None, lbr: bool = False,
                    trip: int | None = None, dynamic_steps: bool = False, time_major: bool = False,
                    squeeze_step: bool = False, pre: bool = False, post: bool = False, seed: int = 0,
-                   starts_below: int | None = None) -> ov.Model:
+                   starts_below: int | None = None, weights_outside: bool = False) -> ov.Model:
     """X [batch, steps, inputs] (time_major: [steps, batch, inputs]) sliced on its time axis (reverse: from the end) through a TensorIterator (or a Loop) whose
     body runs one cell step. `kind`: an IR cell (lstm1, lstm4, gru, rnn) or a spelled-out form (see `spelled`).
     Outputs: "seq" the per-step h concatenated on axis 1, "h"/"c" the last h and c. `trip` (Loop): the trip count,
@@ -151,7 +151,9 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     a Squeeze of its time axis instead of a Reshape. `pre`: the step's slice goes through a projection and a Relu
     (per-step work on the input only) before the cell. `post`: "seq" is tanh(h @ W_o + b_o) of the new h (per-step
     work for the output only) instead of h. `starts_below` (Loop): the initial condition is computed,
-    starts_below < the sequence's length, as TensorFlow's loops over a run-time length start only if 0 < length."""
+    starts_below < the sequence's length, as TensorFlow's loops over a run-time length start only if 0 < length.
+    `weights_outside`: the body's float constants (weights, biases) are body Parameters fed by invariant inputs from
+    constants outside the loop, as OpenVINO's ONNX frontend makes a Scan's or Loop's outer-scope initializers."""
     rng = np.random.default_rng(seed)
     step = cell_op(kind, rng, inputs, hidden, clip, activations, lbr) if kind in GATES else \
         spelled(kind, rng, inputs, hidden)
@@ -187,6 +189,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         r_cond = ops.result(ops.constant(True))
         it = ops.parameter([], np.int64, name="it")
         body = ov.Model([r_cond, *results], [it, *body_params])
+        invariant = _lift_constants(body) if weights_outside else []
         if trip == -1:  # the trip count read from the sequence's length at run time
             count = ops.gather(ops.shape_of(X), ops.constant(np.int64(axis)), ops.constant(np.int64(0)))
         else:
@@ -199,6 +202,7 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         node.set_special_body_ports([0, 0])
     else:
         body = ov.Model(results, body_params)
+        invariant = _lift_constants(body) if weights_outside else []
         node = ops.tensor_iterator()
         node.set_body(body)
     start, stride, end = (-1, -1, 0) if reverse else (0, 1, -1)
@@ -206,6 +210,8 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
     node.set_merged_input(bh, H0.output(0), r_h.output(0))
     if has_c:
         node.set_merged_input(bc, params[2].output(0), r_c.output(0))  # type: ignore[union-attr]
+    for param, value in invariant:
+        node.set_invariant_input(param, ops.constant(value).output(0))
     outs = []
     for o in outputs:
         if o == "seq":
@@ -217,6 +223,18 @@ def recurrent_loop(kind: str, *, batch: int = 2, steps: int = 5, inputs: int = 4
         elif o == "c" and r_c is not None:
             outs.append(node.get_iter_value(r_c.output(0), -1))
     return ov.Model(outs, params)
+
+
+def _lift_constants(body: ov.Model) -> list[tuple[Any, np.ndarray]]:
+    """Replace `body`'s float constants of rank >= 1 by new body Parameters: pairs (parameter, constant's value)."""
+    lifted = []
+    for op in body.get_ordered_ops():
+        if op.get_type_name() == "Constant" and op.get_element_type() == ov.Type.f32 and op.get_output_shape(0):
+            param = ops.parameter(op.get_output_partial_shape(0), np.float32)
+            lifted.append((param, op.get_data().copy()))
+            op.output(0).replace(param.output(0))
+    body.add_parameters([p for p, _ in lifted])
+    return lifted
 
 
 def openvino_sequence_ti(kind: str, direction: str = "forward", lengths: str | Sequence[int] = "input", *,

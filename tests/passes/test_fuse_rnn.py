@@ -71,6 +71,21 @@ def test_cell_ops_fused(tmp_path: Path, kind: str, op: str, kw: dict[str, Any], 
     _check(model, tmp_path, _inputs(kind), op)
 
 
+@pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
+@pytest.mark.parametrize("kind,op,kw", [*CELLS, ("keras_lstm", "LSTM", {}), ("torch_lstm", "LSTM", {}),
+                                        ("gru_after", "GRU", {})],
+                         ids=["lstm4", "lstm1", "gru", "gru_lbr", "rnn", "keras_lstm", "torch_lstm", "gru_after"])
+def test_weights_from_outside_the_loop(tmp_path: Path, kind: str, op: str, kw: dict[str, Any], loop: bool) -> None:
+    """The cell's weights and biases are body Parameters fed by invariant inputs (constants outside the loop), as
+    OpenVINO's ONNX frontend makes a Scan's or Loop's outer-scope initializers: fused as when they are in the body."""
+    model = recurrent_loop(kind, loop=loop, reverse=not loop, weights_outside=True, **kw)
+    node = next(o for o in model.get_ordered_ops() if o.get_type_name() in ("TensorIterator", "Loop"))
+    invariant = [d for d in node.get_input_descriptions() if type(d).__name__ == "InvariantInputDescription"]
+    assert len(invariant) >= 2 and not any(o.get_type_name() == "Constant" and o.get_element_type() == ov.Type.f32
+                                           and o.get_output_shape(0) for o in node.get_function().get_ops())
+    _check(model, tmp_path, _inputs(kind), op)
+
+
 @pytest.mark.parametrize("work", ["pre", "post", "both"])
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 @pytest.mark.parametrize("kind,op,kw", CELLS, ids=["lstm4", "lstm1", "gru", "gru_lbr", "rnn"])

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 import openvino as ov
+import pytest
 
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.onnxruntime_run import run_onnxruntime

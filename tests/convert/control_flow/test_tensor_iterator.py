@@ -238,9 +238,8 @@ def test_gru_and_rnn_cell_bodies(tmp_path: Path, cell: str) -> None:
 
 
 def test_stride_different_from_part_size_is_refused(tmp_path: Path) -> None:
-    from tests.utils import save_ir
-
     import ir2onnx
+    from tests.utils import save_ir
 
     model = ti_accumulate([2, 6, 3], 1, 0, -1, 1, 2)
     xml = save_ir(model, tmp_path)
