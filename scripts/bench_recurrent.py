@@ -219,15 +219,20 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
 
 def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
     """Keras LSTM / GRU / bidirectional LSTM / two LSTM layers / LSTM behind a Masking layer (return_sequences) and
-    LSTM / GRU returning their last output only (lstm_last, gru_last) as the TensorFlow frontend converts them."""
+    LSTM / GRU / bidirectional LSTM returning their last output only (lstm_last, gru_last, bilstm_last) as the
+    TensorFlow frontend converts them."""
     X = ops.parameter([-1, steps, inputs], np.float32, name="input_layer")
     batch = ops.gather(ops.shape_of(X, "i32"), ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
     zeros = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([hidden], np.int32))], 0))
     perm = ops.constant(np.array([1, 0, 2], np.int64))
     cell = "gru" if kind.startswith("gru") else "lstm"
     if kind.endswith("_last"):
-        y = _keras_loop(cell, ops.transpose(X, perm), zeros, steps, inputs, hidden, 0, last=True)
-        return ov.Model([ops.squeeze(y, ops.constant(np.int64(0)))], [X])
+        y = ops.squeeze(_keras_loop(cell, ops.transpose(X, perm), zeros, steps, inputs, hidden, 0, last=True),
+                        ops.constant(np.int64(0)))
+        if kind == "bilstm_last":  # the backward layer's last output: its state after the reversed sequence
+            y_b = _keras_loop(cell, ops.transpose(_reverse_v2(X), perm), zeros, steps, inputs, hidden, 1, last=True)
+            y = ops.concat([y, ops.squeeze(y_b, ops.constant(np.int64(0)))], -1)
+        return ov.Model([y], [X])
     if kind == "masking":  # a step whose features are all zero is masked
         keep = ops.reduce_logical_or(ops.not_equal(X, ops.constant(np.float32(0))), ops.constant(np.int64(-1)), True)
         x_tm = ops.transpose(ops.select(keep, X, ops.constant(np.float32(0))), perm)
@@ -237,11 +242,23 @@ def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
     if kind == "lstm2":  # a second layer reads the first's output sequence
         y = _keras_loop(cell, y.get_node(), zeros, steps, hidden, hidden, 2)
     if kind == "bilstm":  # the backward layer reads the reversed sequence and its output is reversed back
-        lens = ops.broadcast(ops.constant(np.int32(steps)), batch)
-        x_rev = ops.reverse_sequence(X, lens, 0, 1)
-        y_b = _keras_loop(cell, ops.transpose(x_rev, perm), zeros, steps, inputs, hidden, 1)
+        y_b = _keras_loop(cell, ops.transpose(_reverse_v2(X), perm), zeros, steps, inputs, hidden, 1)
+        dims = ops.gather(ops.shape_of(y_b), ops.constant(np.array([1, 0, 2], np.int64)), ops.constant(np.int64(0)))
+        lens = ops.broadcast(*(ops.gather(dims, ops.constant(np.array([k], np.int64)), ops.constant(np.int64(0)))
+                               for k in (1, 0)))
         y = ops.concat([y, ops.reverse_sequence(y_b, lens, 1, 0)], -1)
     return ov.Model([ops.transpose(y, perm)], [X])
+
+
+def _reverse_v2(x: Any) -> Any:
+    """TensorFlow's ReverseV2 of a [batch, time, features] tensor on its time axis, as OpenVINO's TensorFlow frontend
+    writes it (tests/fixtures/tf_bidirectional_lstm): a ReverseSequence of an Unsqueeze, the lengths read from its
+    permuted shape."""
+    zero = ops.constant(np.array([0], np.int64))
+    u = ops.unsqueeze(x, zero)
+    dims = ops.gather(ops.shape_of(u), ops.constant(np.array([0, 2, 1, 3], np.int64)), ops.constant(np.int64(0)))
+    lens = ops.gather(dims, ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0)))
+    return ops.squeeze(ops.reverse_sequence(u, lens, 0, 2), zero)
 
 
 def torch_layer(kind: str, inputs: int, hidden: int, as_ti: bool = False, lengths_input: bool = False) -> ov.Model:
@@ -412,7 +429,7 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
             runs[label] = (proto, names, err, form)
             del session
     except ConversionError as e:
-        print(f"{name:<46} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
+        print(f"{name:<58} skipped: {str(e).splitlines()[0]} {str(e).splitlines()[1].strip()[:60]}", flush=True)
         return
     def openvino() -> Callable[[], object]:
         request = compiled.create_infer_request()
@@ -436,7 +453,7 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
     for k, (proto, names, _, _) in runs.items():
         makers[k] = lambda p=proto, n=names: onnxruntime(p, n)
     t, ratio = timed_rounds(makers, args)
-    print(f"{name:<46} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
+    print(f"{name:<58} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
           f"{ratio['loop']:>9.2f} {ratio['fused/loop']:>10.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}",
           flush=True)
 
@@ -466,7 +483,7 @@ def main() -> None:
     check_torch_form()
     print(f"threads={args.threads}; onnxruntime on {args.device}; times: medians of {args.rounds} blocks in ms; "
           "ratios: onnxruntime / OpenVINO and fused / loop (the fuse=False conversion), medians over the rounds")
-    print(f"{'network':<46} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
+    print(f"{'network':<58} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
           f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}")
     rng = np.random.default_rng(1)
 
@@ -546,7 +563,7 @@ def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
                           lambda b=batch: [f32(b, 100, 512), f32(b, 256)]))
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM"), ("lstm2", "2 LSTM layers"),
                         ("masking", "Masking + LSTM"), ("lstm_last", "LSTM (last output)"),
-                        ("gru_last", "GRU (last output)")):
+                        ("gru_last", "GRU (last output)"), ("bilstm_last", "bidirectional LSTM (last output)")):
         for batch in (1, 16):
             cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
                           lambda b=batch: [f32(b, 100, 128)]))

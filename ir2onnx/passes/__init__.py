@@ -13,7 +13,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
 
 from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
-from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
+from ir2onnx.passes.full_lengths import DropFullSequenceLensPass, FullReversalPass
 from ir2onnx.passes.full_scatter import FullScatterPass
 from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
 from ir2onnx.passes.gru_scan import GRUAsScanPass
@@ -36,6 +36,7 @@ from ir2onnx.passes.unused_initializers import RemoveUnusedSubgraphInitializersP
 DEFAULT_PASSES = (
     FullScatterPass,  # a ScatterND overwriting every row of a fresh buffer with one tensor's rows is that tensor
     DropFullSequenceLensPass,  # sequence_lens that mean every step (PyTorch frontend) dropped, for the passes below
+    FullReversalPass,  # a ReverseSequence over every row's whole length is a Slice with step -1 (Keras Bidirectional)
     RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
     RemoveIdentityPass,  # no Identity chains
     HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop

@@ -1,4 +1,5 @@
-"""Drop the sequence_lens of LSTM/GRU/RNN nodes when they are provably the full sequence length of every batch row.
+"""Sequence lengths that are provably the full length of every batch row: dropped from LSTM/GRU/RNN nodes, and a
+ReverseSequence with them becomes a reversing Slice.
 
 Converters of framework models pass lengths that say "every step": OpenVINO's PyTorch frontend gives its
 LSTMSequence/GRUSequence/RNNSequence the time dimension of the input, read at run time
@@ -12,6 +13,11 @@ elements (Cast to an integer type, Expand, Tile, Concat, reshapes, Gather of a S
 with 0: the recurrent fusion's clipping) and, on the input's side, through ops that keep the size of the time axis
 (Transpose, Squeeze, Unsqueeze, Reshape copying it with a 0, Cast, unary elementwise ops, and another recurrent
 node, whose Y has its input's length).
+
+A ReverseSequence over full lengths reverses the whole time axis: `FullReversalPass` makes it one Slice with step -1
+on that axis, and drops the Transposes the translation put around it when the axes are elsewhere (ONNX wants them
+first; OpenVINO's TensorFlow frontend writes TensorFlow's ReverseV2, the backward half of every Keras Bidirectional
+layer, as a ReverseSequence of an Unsqueeze over seq_axis 2): one copy of the sequence instead of three or four.
 """
 
 from __future__ import annotations
@@ -19,7 +25,18 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import attr, const_array, input_at, int_scalar, rank_of
+from ir2onnx.passes.fuse_rnn_util import (
+    Emitter,
+    all_names,
+    attr,
+    const_array,
+    filled_with,
+    input_at,
+    int_scalar,
+    rank_of,
+    replace_node,
+    shape_of,
+)
 from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes, transpose_perm
 
@@ -43,16 +60,65 @@ class DropFullSequenceLensPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None = None) -> bool:
-    """Whether every element of `lens` equals the size of axis 0 of `x` (the time axis of a layout-0 node)."""
+class FullReversalPass(ir.passes.InPlacePass):
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        shapes = StaticShapes()
+        names: set[str] | None = None
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            x, lens = node.inputs[0] if node.inputs else None, input_at(node, 1)
+            if node.op_type != "ReverseSequence" or not is_default_domain(node) or lens is None \
+                    or not full_length(lens, x, shapes, int(attr(node, "time_axis", 0))):  # type: ignore[arg-type]
+                continue
+            names = names if names is not None else all_names(model.graph)
+            _reverse_as_slice(node, model.graph, names)
+            modified = True
+        return ir.passes.PassResult(model, modified=modified)
+
+
+def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+    """Replace the full-length ReverseSequence `node` by a Slice with step -1 on its time axis; when its input is a
+    Transpose read by it alone and its output is read by the inverse Transpose alone, on the Transpose's input."""
+    x, out = node.inputs[0], node.outputs[0]
+    assert x is not None
+    axis = int(attr(node, "time_axis", 0))  # type: ignore[arg-type]
+    before, after = x.producer(), [use.node for use in out.uses()]
+    rank = rank_of(x)
+    if before is not None and before.op_type == "Transpose" and is_default_domain(before) and len(x.uses()) == 1 \
+            and not x.is_graph_output() and len(after) == 1 and after[0].op_type == "Transpose" \
+            and is_default_domain(after[0]) and not out.is_graph_output() and rank is not None \
+            and before.graph is node.graph and after[0].graph is node.graph:
+        p1, p2 = transpose_perm(before, rank), transpose_perm(after[0], rank)
+        if [p1[p2[i]] for i in range(rank)] == list(range(rank)):  # after undoes before
+            em = Emitter(node, root, names)
+            em.anchor = before  # the Slice reads before's input
+            y = em.op1("Slice", [before.inputs[0], em.i64([-1]), em.i64([-(2**63)]), em.i64([p1[axis]]),
+                                 em.i64([-1])])
+            em.commit()
+            replace_node(after[0], [(after[0].outputs[0], y)], "reversed")
+            replace_node(node, [], "reversed")
+            replace_node(before, [], "reversed")
+            return
+    em = Emitter(node, root, names)
+    y = em.op1("Slice", [x, em.i64([-1]), em.i64([-(2**63)]), em.i64([axis]), em.i64([-1])])
+    em.commit()
+    replace_node(node, [(out, y)], "reversed")
+
+
+def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None = None, axis: int = 0) -> bool:
+    """Whether every element of `lens` equals the size of `axis` of `x` (axis 0: the time axis of a layout-0
+    recurrent node)."""
     if x is None:
         return False
     values = const_array(lens)
+    if values is None:
+        values = filled_with(lens)  # a constant broadcast to the batch
     if values is not None:
-        shape = (shapes or StaticShapes())(x)
-        return shape is not None and len(shape) > 0 and values.size > 0 and bool(np.all(values == shape[0]))
+        shape = (shapes or StaticShapes())(x) or shape_of(x)  # the latter: static dims beside run-time ones
+        return shape is not None and len(shape) > axis and shape[axis] is not None and values.size > 0 \
+            and bool(np.all(values == shape[axis]))
     source = _uniform_source(lens)
-    return source is not None and _root(source) == _root((x, 0))
+    return source is not None and _root(source) == _root((x, axis))
 
 
 def _uniform_source(v: ir.Value) -> Dim | None:
@@ -85,10 +151,17 @@ def _uniform_source(v: ir.Value) -> Dim | None:
 
 
 def _shape_element(v: ir.Value, index: int) -> Dim | None:
-    """The (value, axis) whose size element `index` of `v` is, when `v` is (a Cast to integers of) a Shape."""
+    """The (value, axis) whose size element `index` of `v` is, when `v` is (a Cast to integers of, or a Gather of
+    constant indices from) a Shape."""
     node = v.producer()
     while node is not None and is_default_domain(node) and node.op_type == "Cast" and attr(node, "to") in _INTS:
         node = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if node is not None and is_default_domain(node) and node.op_type == "Gather" and attr(node, "axis", 0) == 0 \
+            and node.inputs[0] is not None:  # a permutation or selection of a shape (TensorFlow's frontend)
+        picked = const_array(input_at(node, 1))
+        if picked is None or picked.ndim != 1 or not -picked.size <= index < picked.size:
+            return None
+        return _shape_element(node.inputs[0], int(picked[index]))
     if node is None or not is_default_domain(node) or node.op_type != "Shape" or node.inputs[0] is None:
         return None
     source = node.inputs[0]

@@ -1,4 +1,5 @@
-"""sequence_lens that provably mean every step are dropped from LSTM/GRU/RNN nodes; anything else is kept."""
+"""sequence_lens that provably mean every step are dropped from LSTM/GRU/RNN nodes, and ReverseSequence with them is
+a reversing Slice; anything else is kept."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 import openvino as ov
+import openvino.opset13 as ops
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -201,3 +203,61 @@ def test_onnx_frontend_lengths_dropped(tmp_path: Path, op: str) -> None:
     # the RNN is lowered; the GRU, on a run-time batch, dispatched on it to a Scan or itself
     assert len(nodes) == (0 if op == "RNN" else 1) and count_ops(proto, "Scan") == (op != "LSTM")
     assert gru_dispatches(proto) == (op == "GRU")
+
+
+def _reversal(lengths: str, *, time: int | None = 6) -> ov.Model:
+    """x [batch, time, I] reversed along its time axis by a ReverseSequence whose lengths are `lengths`:
+    "tf": TensorFlow's ReverseV2 as OpenVINO's TensorFlow frontend writes it (an Unsqueeze, seq_axis 2 with batch_axis
+    0, the lengths read from a permuted ShapeOf); "broadcast": the inputs' length (6) as a constant broadcast to the
+    batch (provably full only where the time axis is static);
+    "shape": the time axis read from ShapeOf(x) and broadcast; "short": a constant one step short of the inputs'
+    length (6); "input": a model input. Outputs: the reversed x, and tanh of it (one more reader)."""
+    def i64(v: object) -> ov.Node:
+        return ops.constant(np.array(v, np.int64))
+
+    x = ops.parameter([-1, -1 if time is None else time, I], np.float32, name="x")
+    params = [x]
+    batch = ops.gather(ops.shape_of(x), i64([0]), i64(0))
+    if lengths == "tf":
+        u = ops.unsqueeze(x, i64([0]))
+        lens = ops.gather(ops.gather(ops.shape_of(u), i64([0, 2, 1, 3]), i64(0)), i64([1]), i64(0))
+        y = ops.squeeze(ops.reverse_sequence(u, lens, 0, 2), i64([0]))
+    else:
+        if lengths == "input":
+            lens = ops.parameter([-1], np.int32, name="lens")
+            params.append(lens)
+        elif lengths == "shape":
+            lens = ops.broadcast(ops.gather(ops.shape_of(x), i64([1]), i64(0)), batch)
+        else:
+            steps = 6 - (1 if lengths == "short" else 0)  # the inputs' length
+            lens = ops.broadcast(ops.constant(np.array(steps, np.int32)), batch)
+        y = ops.reverse_sequence(x, lens, 0, 1)
+    return ov.Model([y, ops.tanh(y)], params)
+
+
+def _reversed_rows(x: np.ndarray, lens: np.ndarray | None = None) -> np.ndarray:
+    out = x.copy()
+    for row, n in enumerate(lens if lens is not None else [x.shape[1]] * x.shape[0]):
+        out[row, :n] = x[row, :n][::-1]
+    return out
+
+
+@pytest.mark.parametrize("lengths,time,sliced", [
+    ("tf", 6, True), ("tf", None, True), ("broadcast", 6, True), ("shape", None, True), ("shape", 6, True),
+    ("broadcast", None, False), ("short", 6, False), ("input", 6, False)])
+def test_full_reversal_is_a_slice(tmp_path: Path, lengths: str, time: int | None, sliced: bool) -> None:
+    """A ReverseSequence whose lengths are provably every row's whole time axis becomes one Slice with step -1 on
+    it (the Transposes the translation puts around TensorFlow's seq_axis 2 go with it); other lengths keep it."""
+    xml = tmp_path / "m.xml"
+    ov.save_model(_reversal(lengths, time=time), str(xml))
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((2, 6, I)).astype(np.float32)]
+    if lengths == "input":
+        inputs.append(np.array([6, 4], np.int32))
+    proto = assert_equivalent(xml, inputs)
+    reversed_x = run_onnxruntime(proto, dict(zip([i.name for i in proto.graph.input], inputs)))[0]
+    lens = inputs[1] if lengths == "input" else np.array([5, 5]) if lengths == "short" else None
+    np.testing.assert_array_equal(reversed_x, _reversed_rows(inputs[0], lens))
+    assert count_ops(proto, "ReverseSequence") == (0 if sliced else 1)
+    if sliced:
+        assert count_ops(proto, "Transpose") == 0 and count_ops(proto, "Slice") == 1
