@@ -6,7 +6,7 @@ from ir2onnx.errors import IRValidationError
 from ir2onnx.ir.element_types import parse_element_type
 from ir2onnx.ir.model import Body, Graph, IRModel, Layer
 from ir2onnx.ir.weights import needed_bytes
-from ir2onnx.ir.xml_reader import parameter_shape
+from ir2onnx.ir.xml_reader import parameter_shape, parse_shape
 
 _LOOP_TYPES = ("tensoriterator", "loop")
 # element types OpenVINO keeps only as compressed weights: their values mean something only through a Convert
@@ -73,7 +73,7 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
             missing = e.from_layer if src is None else e.to_layer
             problems.append(f"{where}: layer {missing} does not exist")
             continue
-        if src.output_index(e.from_port) is None:
+        if src.output_index(e.from_port) is None or src.type_key == "result":
             problems.append(f"{where}: {src.where()} has no output port {e.from_port}")
         ii = dst.input_index(e.to_port)
         if ii is None:
@@ -108,6 +108,11 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
         raw_type = layer.data.get("element_type") if layer.type_key == "parameter" else None
         if raw_type is not None and raw_type.strip() != "dynamic" and parse_element_type(raw_type) is None:
             problems.append(f"{layer.where()}: unknown element type '{raw_type}'")
+        if layer.type_key == "parameter" and "shape" in layer.data:
+            try:
+                parse_shape(layer.data["shape"])
+            except ValueError as e:
+                problems.append(f"{layer.where()}: {e}")
         if layer.const is not None and not layer.outputs:
             problems.append(f"{layer.where()}: Const has no output port")
         if layer.type_key in _LOOP_TYPES:

@@ -78,7 +78,8 @@ def _split_names(raw: str) -> tuple[str, ...]:
 
 
 def parse_shape(text: str) -> Shape:
-    """A Parameter `shape` attribute: `?`/`-1` dynamic, `a..b` bounded (bounds dropped), `...` dynamic rank."""
+    """A Parameter `shape` attribute: `?`/`-1` dynamic, `a..b` bounded (bounds dropped), `...` dynamic rank.
+    ValueError, saying which part, for anything else (OpenVINO refuses it too)."""
     text = text.strip()
     if text == "":
         return ()
@@ -87,11 +88,18 @@ def parse_shape(text: str) -> Shape:
     dims: list[int | None] = []
     for part in text.strip("[]{}").split(","):
         p = part.strip()
-        if p in ("?", "-1") or ".." in p:
-            lo, sep, hi = p.partition("..")
-            dims.append(int(lo) if sep and lo and lo == hi else None)
-            continue
-        dims.append(int(p))
+        lo, sep, hi = p.partition("..")
+        try:
+            if p in ("?", "-1") or sep:
+                bounds = [int(b) for b in (lo, hi) if b not in ("", "?", "-1")]
+                dims.append(bounds[0] if sep and len(bounds) == 2 and bounds[0] == bounds[1] else None)
+                continue
+            dim = int(p)
+        except ValueError:
+            raise ValueError(f"shape '{text}': '{p}' is not a dimension") from None
+        if dim < 0:
+            raise ValueError(f"shape '{text}': negative dimension {dim}")
+        dims.append(dim)
     return tuple(dims)
 
 
@@ -197,7 +205,10 @@ def _const_data(layer: Layer, what: str) -> ConstData:
     if et is None:
         raise IRReadError(f"{what}: unknown or missing element type ({d.get('element_type', 'no precision')})")
     if "shape" in d:
-        shape = parse_shape(d["shape"])
+        try:
+            shape = parse_shape(d["shape"])
+        except ValueError as e:
+            raise IRReadError(f"{what}: {e}") from None
         if shape is None or any(s is None for s in shape):
             raise IRReadError(f"{what}: Const shape '{d['shape']}' is not static")
     elif port is not None:

@@ -77,32 +77,40 @@ class FullReversalPass(ir.passes.InPlacePass):
 
 
 def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
-    """Replace the full-length ReverseSequence `node` by a Slice with step -1 on its time axis; when its input is a
-    Transpose read by it alone and its output is read by the inverse Transpose alone, on the Transpose's input."""
-    x, out = node.inputs[0], node.outputs[0]
-    assert x is not None
+    """Replace the full-length ReverseSequence `node` by a Slice with step -1 on its time axis (of the input of the
+    Transposes around it, when there are such: `_inverse_transposes_around`)."""
+    source, target = node.inputs[0], node.outputs[0]
+    assert source is not None
     axis = int(attr(node, "time_axis", 0))  # type: ignore[arg-type]
-    before, after = x.producer(), [use.node for use in out.uses()]
-    rank = rank_of(x)
-    if before is not None and before.op_type == "Transpose" and is_default_domain(before) and len(x.uses()) == 1 \
-            and not x.is_graph_output() and len(after) == 1 and after[0].op_type == "Transpose" \
-            and is_default_domain(after[0]) and not out.is_graph_output() and rank is not None \
-            and before.graph is node.graph and after[0].graph is node.graph:
-        p1, p2 = transpose_perm(before, rank), transpose_perm(after[0], rank)
-        if [p1[p2[i]] for i in range(rank)] == list(range(rank)):  # after undoes before
-            em = Emitter(node, root, names)
-            em.anchor = before  # the Slice reads before's input
-            y = em.op1("Slice", [before.inputs[0], em.i64([-1]), em.i64([-(2**63)]), em.i64([p1[axis]]),
-                                 em.i64([-1])])
-            em.commit()
-            replace_node(after[0], [(after[0].outputs[0], y)], "reversed")
-            replace_node(node, [], "reversed")
-            replace_node(before, [], "reversed")
-            return
-    em = Emitter(node, root, names)
-    y = em.op1("Slice", [x, em.i64([-1]), em.i64([-(2**63)]), em.i64([axis]), em.i64([-1])])
+    dropped = [node]  # readers first
+    around = _inverse_transposes_around(node)
+    if around is not None:
+        before, after, perm = around
+        source, target, axis = before.inputs[0], after.outputs[0], perm[axis]
+        dropped = [after, node, before]
+    em = Emitter(dropped[-1], root, names)
+    y = em.op1("Slice", [source, em.i64([-1]), em.i64([-(2**63)]), em.i64([axis]), em.i64([-1])])
     em.commit()
-    replace_node(node, [(out, y)], "reversed")
+    replace_node(dropped[0], [(target, y)], "reversed")
+    for n in dropped[1:]:
+        replace_node(n, [], "reversed")
+
+
+def _inverse_transposes_around(node: ir.Node) -> tuple[ir.Node, ir.Node, list[int]] | None:
+    """(before, after, before's permutation) when `node` reads a Transpose `before` that nothing else reads and is
+    read alone by a Transpose `after` that undoes it, all three in one graph."""
+    x, out = node.inputs[0], node.outputs[0]
+    if x is None:
+        return None
+    before, readers, rank = x.producer(), [u.node for u in out.uses()], rank_of(x)
+    if before is None or len(readers) != 1 or rank is None or len(x.uses()) != 1 or x.is_graph_output() \
+            or out.is_graph_output():
+        return None
+    after = readers[0]
+    if not all(n.op_type == "Transpose" and is_default_domain(n) and n.graph is node.graph for n in (before, after)):
+        return None
+    p1, p2 = transpose_perm(before, rank), transpose_perm(after, rank)
+    return (before, after, p1) if [p1[p2[i]] for i in range(rank)] == list(range(rank)) else None
 
 
 def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None = None, axis: int = 0) -> bool:

@@ -63,6 +63,14 @@ CASES = [
      ["is not an integer", "'out'"]),
     ("unknown-element-type", ('element_type="f32" shape="2" offset', 'element_type="q7" shape="2" offset'), 8,
      IRReadError, ["unknown or missing element type", "'w'"]),
+    ("parameter-shape-not-a-dim", ('<data shape="2" element_type="f32"/>', '<data shape="1.5" element_type="f32"/>'),
+     8, IRValidationError, ["shape '1.5': '1.5' is not a dimension", "layer 0 'x' (Parameter, line 4)"]),
+    ("parameter-shape-negative", ('<data shape="2" element_type="f32"/>', '<data shape="-7" element_type="f32"/>'),
+     8, IRValidationError, ["negative dimension -7", "'x'"]),
+    ("const-shape-not-a-dim", ('element_type="f32" shape="2" offset', 'element_type="f32" shape="2..x" offset'), 8,
+     IRReadError, ["'2..x' is not a dimension", "'w'"]),
+    ("edge-from-a-result", ('<layer id="2" name="add" type="Add"', '<layer id="2" name="add" type="Result"'), 8,
+     IRValidationError, ["has no output port 2", "'add' (Result"]),
 ]
 
 

@@ -47,7 +47,10 @@ def read_value(ctx: LayerContext) -> ir.Value:
     dims = ctx.layer.outputs[0].dims
     # the variable's declared shape (ReadValue-6) may be more relaxed than this call's initial value: the state
     # input takes any value that fits it
-    declared = parse_shape(ctx.layer.data["variable_shape"]) if "variable_shape" in ctx.layer.data else dims
+    try:
+        declared = parse_shape(ctx.layer.data["variable_shape"]) if "variable_shape" in ctx.layer.data else dims
+    except ValueError as e:
+        raise ctx.error(f"variable_shape: {e}") from None
     if declared is not None and len(declared) != len(dims):
         raise ctx.error(f"variable_shape {list(declared)} and the output's rank {len(dims)} differ")
     if vid in states.inputs:  # a second reader of the same variable reads the same input
