@@ -18,7 +18,16 @@ from ir2onnx.passes.fuse_rnn_cells import _Reader
 from ir2onnx.passes.fuse_rnn_util import NoMatch
 from tests.convert.control_flow.builders import ti_lstm
 from tests.passes.rnn_builders import is_lstm, masked_ti_lstm, openvino_sequence_ti, recurrent_loop, spelled
-from tests.utils import all_nodes, assert_equivalent, count_loops, count_ops, gru_dispatches, rng_inputs, save_ir
+from tests.utils import (
+    all_nodes,
+    assert_equivalent,
+    assert_outputs,
+    count_loops,
+    count_ops,
+    gru_dispatches,
+    rng_inputs,
+    save_ir,
+)
 
 RECURRENT = ("LSTM", "GRU", "RNN")
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -197,6 +206,41 @@ def test_spelled_out_cells_with_other_activations(tmp_path: Path, kind: str, loo
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
+
+
+def test_invariant_cell_state_is_not_carried(tmp_path: Path) -> None:
+    """A TensorIterator over LSTMCell whose cell-state Parameter is an invariant input (no back edge: C0 at every step)
+    is no LSTM: it stays a loop, and its numbers are numpy's for that reading. OpenVINO 2026.4's CPU plugin carries
+    the state anyway (its result equals the recurrence with C carried), so the comparison here is with numpy."""
+    rng = np.random.default_rng(5)
+    b, t, i, h = 2, 5, 4, 3
+    w, r, bias = (rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((4 * h, i), (4 * h, h), (4 * h,)))
+    X, H0, C0 = (ops.parameter(s, np.float32, name=n) for s, n in (([b, t, i], "X"), ([b, h], "H0"), ([b, h], "C0")))
+    xs, hs, cs = ops.parameter([b, 1, i], np.float32), ops.parameter([b, h], np.float32), ops.parameter([b, h], np.float32)
+    cell = ops.lstm_cell(ops.squeeze(xs, ops.constant(np.array([1], np.int64))), hs, cs, ops.constant(w),
+                         ops.constant(r), ops.constant(bias), h)
+    r_h, r_c = ops.result(cell.output(0)), ops.result(cell.output(1))
+    r_y = ops.result(ops.unsqueeze(cell.output(0), ops.constant(np.array([1], np.int64))))
+    ti = ops.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_c, r_y], [xs, hs, cs]))
+    ti.set_sliced_input(xs, X.output(0), 0, 1, 1, -1, 1)
+    ti.set_merged_input(hs, H0.output(0), r_h.output(0))
+    ti.set_invariant_input(cs, C0.output(0))
+    xml = save_ir(ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X, H0, C0]), tmp_path)
+    inputs = rng_inputs([((b, t, i), np.float32), ((b, h), np.float32), ((b, h), np.float32)], seed=6)
+
+    def sigmoid(v: np.ndarray) -> np.ndarray:
+        return 1 / (1 + np.exp(-v))
+
+    state, ys = inputs[1].astype(np.float64), []
+    for step in range(t):  # OpenVINO's gate order f, i, c, o; the cell state is C0 at every step
+        f, g_in, g_c, o = np.split(inputs[0][:, step] @ w.T + state @ r.T + bias, 4, axis=1)
+        state = sigmoid(o) * np.tanh(sigmoid(f) * inputs[2] + sigmoid(g_in) * np.tanh(g_c))
+        ys.append(state)
+    expected = np.stack(ys, 1).astype(np.float32)
+    for fuse in (True, False):
+        proto = assert_outputs(xml, inputs, [expected], proto=ir2onnx.convert(xml, fuse=fuse))
+        assert count_loops(proto) == 1 and count_ops(proto, "LSTM") == 1  # the one-step LSTM inside the loop
 
 
 @pytest.mark.parametrize("outputs", [("h", "c"), ("seq", "h")])
