@@ -208,10 +208,12 @@ def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> N
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
 
 
-def test_invariant_cell_state_is_not_carried(tmp_path: Path) -> None:
-    """A TensorIterator over LSTMCell whose cell-state Parameter is an invariant input (no back edge: C0 at every step)
-    is no LSTM: it stays a loop, and its numbers are numpy's for that reading. OpenVINO 2026.4's CPU plugin carries
-    the state anyway (its result equals the recurrence with C carried), so the comparison here is with numpy."""
+@pytest.mark.parametrize("invariant", ["c", "h"])
+def test_invariant_cell_state_is_not_carried(tmp_path: Path, invariant: str) -> None:
+    """A TensorIterator over LSTMCell with one state Parameter an invariant input (no back edge: C0 or H0 at every
+    step) is no LSTM: it stays a loop, and its numbers are numpy's for that reading. OpenVINO 2026.4's CPU plugin
+    carries that state anyway (its result equals the recurrence with both states carried), so the comparison here is
+    with numpy."""
     rng = np.random.default_rng(5)
     b, t, i, h = 2, 5, 4, 3
     w, r, bias = (rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((4 * h, i), (4 * h, h), (4 * h,)))
@@ -224,19 +226,25 @@ def test_invariant_cell_state_is_not_carried(tmp_path: Path) -> None:
     ti = ops.tensor_iterator()
     ti.set_body(ov.Model([r_h, r_c, r_y], [xs, hs, cs]))
     ti.set_sliced_input(xs, X.output(0), 0, 1, 1, -1, 1)
-    ti.set_merged_input(hs, H0.output(0), r_h.output(0))
-    ti.set_invariant_input(cs, C0.output(0))
+    for state, outer, result, name in ((hs, H0, r_h, "h"), (cs, C0, r_c, "c")):
+        if name == invariant:
+            ti.set_invariant_input(state, outer.output(0))
+        else:
+            ti.set_merged_input(state, outer.output(0), result.output(0))
     xml = save_ir(ov.Model([ti.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 1)], [X, H0, C0]), tmp_path)
     inputs = rng_inputs([((b, t, i), np.float32), ((b, h), np.float32), ((b, h), np.float32)], seed=6)
 
     def sigmoid(v: np.ndarray) -> np.ndarray:
         return 1 / (1 + np.exp(-v))
 
-    state, ys = inputs[1].astype(np.float64), []
-    for step in range(t):  # OpenVINO's gate order f, i, c, o; the cell state is C0 at every step
-        f, g_in, g_c, o = np.split(inputs[0][:, step] @ w.T + state @ r.T + bias, 4, axis=1)
-        state = sigmoid(o) * np.tanh(sigmoid(f) * inputs[2] + sigmoid(g_in) * np.tanh(g_c))
-        ys.append(state)
+    hidden, cell_state, ys = inputs[1].astype(np.float64), inputs[2].astype(np.float64), []
+    for step in range(t):  # OpenVINO's gate order f, i, c, o
+        f, g_in, g_c, o = np.split(inputs[0][:, step] @ w.T + hidden @ r.T + bias, 4, axis=1)
+        c_new = sigmoid(f) * cell_state + sigmoid(g_in) * np.tanh(g_c)
+        h_new = sigmoid(o) * np.tanh(c_new)
+        hidden = hidden if invariant == "h" else h_new
+        cell_state = cell_state if invariant == "c" else c_new
+        ys.append(h_new)
     expected = np.stack(ys, 1).astype(np.float32)
     for fuse in (True, False):
         proto = assert_outputs(xml, inputs, [expected], proto=ir2onnx.convert(xml, fuse=fuse))
