@@ -87,7 +87,7 @@ def _onnx_op_types() -> frozenset[str]:
 
 def onnx_ops_of(fn: object) -> list[str]:
     """The ONNX ops a converter emits directly or through its module's helpers (read from the source)."""
-    seen_fns: set[str] = set()
+    seen_fns: set[str] = {getattr(fn, "__name__", "")}  # its own `def name(` is no call
     ops: list[str] = []
     module = inspect.getmodule(fn)
 

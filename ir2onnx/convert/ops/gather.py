@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
@@ -13,7 +14,12 @@ from ir2onnx.convert.registry import converter
 @converter("Gather", "opset1", "opset7", "opset8")
 def gather(ctx: LayerContext) -> ir.Value:
     """batch_dims b > 0: the axis is moved next to the batch dims and GatherND(batch_dims=b) indexes it. A run-time
-    axis selects among the per-axis forms with an If chain."""
+    axis selects among the per-axis forms with an If chain.
+
+    OpenVINO's CPU plugin gives zeros for an index out of range, and Gather-1/-7 count negative indices as out of
+    range (Gather-8 counts them from the end, as ONNX does); onnxruntime refuses an index out of range. Such
+    indices are read as 0 and their rows zeroed, unless they are constants provably in range, or Gather-8 indices
+    known only at run time (there onnxruntime's error stands: TensorFlow's loops read their steps with them)."""
     rank = ctx.input_rank(0)
     bd = ctx.attr_int("batch_dims", 0)
     if bd < 0:
@@ -24,6 +30,39 @@ def gather(ctx: LayerContext) -> ir.Value:
 
 def _gather(ctx: LayerContext, b: GraphBuilder, axis: int, rank: int, bd: int) -> ir.Value:
     x, idx = ctx.inputs[0], ctx.inputs[1]
+    valid = _in_range(ctx, b, axis)
+    if valid is not None:
+        idx = b.op("Where", [valid, _int64(ctx, b), b.i64(0)])
+    y = _gather_in_range(ctx, b, x, idx, axis, rank, bd)
+    if valid is None:
+        return y
+    k = ctx.input_rank(1) - bd  # y: [batch, M..., K..., N...]; valid: [batch, K...]
+    axes = list(range(bd, axis)) + list(range(axis + k, rank - 1 + k))
+    zero = b.cast(b.const(np.array(0, np.float32)), onnx_dtype(ctx.input_type(0)))
+    return b.op("Where", [b.unsqueeze(valid, axes) if axes else valid, y, zero])
+
+
+def _in_range(ctx: LayerContext, b: GraphBuilder, axis: int) -> ir.Value | None:
+    """Which indices OpenVINO reads (the others give zeros), or None when all of them are known to be read."""
+    wraps = ctx.layer.version.strip() == "opset8"  # negative indices count from the end
+    dim = ctx.input_dims(0)[axis] if ctx.input_rank(0) > axis else None
+    c = ctx.const(1)
+    if c is not None and dim is not None:
+        ok = (c >= (-dim if wraps else 0)) & (c < dim)
+        return None if bool(np.all(ok)) else b.const(ok)
+    if wraps:
+        return None
+    idx = _int64(ctx, b)
+    size = b.shape_of(ctx.inputs[0], axis, axis + 1)
+    return b.op("And", [b.op("GreaterOrEqual", [idx, b.i64(0)]), b.op("Less", [idx, size])])
+
+
+def _int64(ctx: LayerContext, b: GraphBuilder) -> ir.Value:
+    return ctx.inputs[1] if ctx.input_type(1).name == "i64" else b.cast(ctx.inputs[1], ir.DataType.INT64)
+
+
+def _gather_in_range(ctx: LayerContext, b: GraphBuilder, x: ir.Value, idx: ir.Value, axis: int, rank: int,
+                     bd: int) -> ir.Value:
     if bd == 0:
         return b.op("Gather", [x, idx], {"axis": axis})
     idx = b.cast(idx, ir.DataType.INT64)

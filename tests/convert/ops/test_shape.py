@@ -161,6 +161,15 @@ CASES = [
          values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[2, 0], [1, 1]], I64)]),
     Case("gather-8-batch-dims-axis2", lambda a, i: ops.gather(a, i, const(2, I64), 1), [X234, ((2, 3), I32)],
          values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[3, 0, -1], [1, -2, 2]], I32)]),
+    # OpenVINO zeroes the rows of indices out of range; Gather-1/-7 count negative ones among them
+    Case("gather-1-negative-and-out-of-range", lambda a, i: ops1.gather(a, i, const(1, I64)), [X234, ((2, 2), I64)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[-1, 2], [3, 0]], I64)]),
+    Case("gather-7-batch-dims-out-of-range", lambda a, i: ops7.gather(a, i, const(2, I64), 1), [X234, ((2, 3), I32)],
+         values=[np.arange(24, dtype=F).reshape(2, 3, 4), np.array([[3, -1, 4], [0, 9, 2]], I32)]),
+    Case("gather-7-constant-indices", lambda a: ops7.gather(a, const([[0, -2], [2, 5]], I64), const(0, I64)),
+         [((3, 2), np.int32)], values=[np.arange(6, dtype=np.int32).reshape(3, 2)]),
+    Case("gather-8-constant-out-of-range", lambda a: ops.gather(a, const([-4, -3, 1, 3], I32), const(1, I64)),
+         [((2, 3), np.bool_)], values=[np.array([[True, False, True], [False, True, True]])]),
 ]
 
 
