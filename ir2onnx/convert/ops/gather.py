@@ -47,14 +47,15 @@ def _in_range(ctx: LayerContext, b: GraphBuilder, axis: int) -> ir.Value | None:
     wraps = ctx.layer.version.strip() == "opset8"  # negative indices count from the end
     dim = ctx.input_dims(0)[axis] if ctx.input_rank(0) > axis else None
     c = ctx.const(1)
-    if c is not None and dim is not None:
-        ok = (c >= (-dim if wraps else 0)) & (c < dim)
-        return None if bool(np.all(ok)) else b.const(ok)
-    if wraps:
+    if c is not None and dim is not None and bool(np.all((c >= (-dim if wraps else 0)) & (c < dim))):
         return None
+    if c is None and wraps:
+        return None
+    # against the run-time size (a body's declared dims may be stale: a wrong constant mask would be silent)
     idx = _int64(ctx, b)
     size = b.shape_of(ctx.inputs[0], axis, axis + 1)
-    return b.op("And", [b.op("GreaterOrEqual", [idx, b.i64(0)]), b.op("Less", [idx, size])])
+    low = b.op("Neg", [size]) if wraps else b.i64(0)
+    return b.op("And", [b.op("GreaterOrEqual", [idx, low]), b.op("Less", [idx, size])])
 
 
 def _int64(ctx: LayerContext, b: GraphBuilder) -> ir.Value:
