@@ -69,6 +69,8 @@ CASES = [
      8, IRValidationError, ["negative dimension -7", "'x'"]),
     ("const-shape-not-a-dim", ('element_type="f32" shape="2" offset', 'element_type="f32" shape="2..x" offset'), 8,
      IRReadError, ["'2..x' is not a dimension", "'w'"]),
+    ("parameter-with-inputs", ('<layer id="2" name="add" type="Add"', '<layer id="2" name="add" type="Parameter"'), 8,
+     IRValidationError, ["a Parameter has no inputs and one output, this one 2 input(s) and 1 output(s)", "'add'"]),
     ("edge-from-a-result", ('<layer id="2" name="add" type="Add"', '<layer id="2" name="add" type="Result"'), 8,
      IRValidationError, ["has no output port 2", "'add' (Result"]),
 ]
