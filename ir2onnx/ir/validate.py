@@ -115,7 +115,7 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
                 problems.append(f"{layer.where()}: {e}")
         if layer.const is not None and not layer.outputs:
             problems.append(f"{layer.where()}: Const has no output port")
-        if layer.type_key in ("parameter", "const", "constant") and (layer.inputs or len(layer.outputs) > 1):
+        if (layer.type_key == "parameter" or layer.const is not None) and (layer.inputs or len(layer.outputs) > 1):
             problems.append(f"{layer.where()}: a {layer.type} has no inputs and one output, this one "
                             f"{len(layer.inputs)} input(s) and {len(layer.outputs)} output(s)")
         if layer.type_key in _LOOP_TYPES:

@@ -89,7 +89,7 @@ def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
         source, target, axis = before.inputs[0], after.outputs[0], perm[axis]
         dropped = [after, node, before]
     em = Emitter(dropped[-1], root, names)
-    y = em.op1("Slice", [source, em.i64([-1]), em.i64([-(2**63)]), em.i64([axis]), em.i64([-1])])
+    y = em.reverse(source, axis)
     em.commit()
     replace_node(dropped[0], [(target, y)], "reversed")
     for n in dropped[1:]:

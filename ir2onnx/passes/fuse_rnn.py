@@ -375,7 +375,7 @@ def _emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_stat
             continue
         v = _from(em, held if kept else y, form, True)
         if flip:
-            v = em.reverse0(v)
+            v = em.reverse(v)
         v = em.replay(chain, v, lifted=True)
         v = em.move0(v, axis, rank)
         replacements[outer] = v

@@ -238,9 +238,9 @@ class Emitter:
     def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
         return self.op1("Unsqueeze", [x, self.i64(axes)])
 
-    def reverse0(self, x: ir.Value) -> ir.Value:
-        """x reversed along axis 0."""
-        return self.op1("Slice", [x, self.i64([-1]), self.i64([-(2**63)]), self.i64([0]), self.i64([-1])])
+    def reverse(self, x: ir.Value, axis: int = 0) -> ir.Value:
+        """x reversed along `axis` (a Slice with step -1)."""
+        return self.op1("Slice", [x, self.i64([-1]), self.i64([-(2**63)]), self.i64([axis]), self.i64([-1])])
 
     def move0(self, x: ir.Value, axis: int, rank: int) -> ir.Value:
         """Move axis 0 of a rank-`rank` tensor to `axis`."""
