@@ -53,7 +53,7 @@ def _in_range(ctx: LayerContext, b: GraphBuilder, axis: int) -> ir.Value | None:
         return None
     # against the run-time size (a body's declared dims may be stale: a wrong constant mask would be silent)
     idx = _int64(ctx, b)
-    size = b.shape_of(ctx.inputs[0], axis, axis + 1)
+    size = b.reshape(b.shape_of(ctx.inputs[0], axis, axis + 1), [])  # a scalar: the mask has the indices' shape
     low = b.op("Neg", [size]) if wraps else b.i64(0)
     return b.op("And", [b.op("GreaterOrEqual", [idx, low]), b.op("Less", [idx, size])])
 

@@ -170,6 +170,12 @@ CASES = [
          [((3, 2), np.int32)], values=[np.arange(6, dtype=np.int32).reshape(3, 2)]),
     Case("gather-8-constant-out-of-range", lambda a: ops.gather(a, const([-4, -3, 1, 3], I32), const(1, I64)),
          [((2, 3), np.bool_)], values=[np.array([[True, False, True], [False, True, True]])]),
+    # a scalar index into a run-time dim (PyTorch's x[:, 3] + x[:, -1]): the range check keeps the index a scalar
+    Case("gather-8-scalar-indices-run-time-dims", lambda a: ops.add(ops.gather(a, const(3, I64), const(1, I64)),
+                                                                     ops.gather(a, const(-1, I64), const(1, I64))),
+         [((-1, -1, -1), F)], values=[np.arange(40, dtype=F).reshape(2, 5, 4)]),
+    Case("gather-1-scalar-index-out-of-range-run-time-dims", lambda a: ops1.gather(a, const(7, I64), const(1, I64)),
+         [((2, -1, 4), F)], values=[np.arange(40, dtype=F).reshape(2, 5, 4) + 1]),
 ]
 
 
