@@ -80,6 +80,24 @@ class ForLoop(nn.Module):
         return torch.stack(ys, 1), h
 
 
+class CellsUnrolled(nn.Module):
+    """Two stacked LSTMCells and a Linear in a Python loop over x[:, t], unrolled by tracing: every state is read
+    along several paths, and each step selects its input with a scalar index on dynamic shapes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second, self.out = nn.LSTMCell(I, H), nn.LSTMCell(H, H), nn.Linear(H, 3)
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        h2, c2 = torch.zeros_like(h), torch.zeros_like(c)
+        ys = []
+        for t in range(x.shape[1]):
+            h, c = self.first(x[:, t], (h, c))
+            h2, c2 = self.second(h, (h2, c2))
+            ys.append(self.out(h2))
+        return torch.stack(ys, 1), h2, c2
+
+
 def _rnn(make: Callable[[], nn.Module], shape: tuple[int, ...] = (B, T, I)) -> Callable[[], tuple[nn.Module, tuple]]:
     def build() -> tuple[nn.Module, tuple]:
         return Recurrent(make()).eval(), (torch.randn(*shape),)
@@ -105,6 +123,7 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
         LSTMFromStates(nn.LSTM(I, H, num_layers=2, bidirectional=True)).eval(),
         (torch.randn(T, B, I), torch.randn(4, B, H), torch.randn(4, B, H))),
     "rnn_3layers_no_bias": _rnn(lambda: nn.RNN(I, H, num_layers=3, bias=False, batch_first=True)),
+    "lstm_cells_unrolled": lambda: (CellsUnrolled().eval(), (torch.randn(B, 8, I), torch.randn(B, H), torch.randn(B, H))),
     "while_loop": _scripted(WhileLoop(), (2, 3)),
     "for_loop": _scripted(ForLoop(), (B, T, 3)),
 }

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 import onnx_ir as ir
@@ -43,11 +46,36 @@ def attr(node: ir.Node, name: str, default: object = None) -> object:
 
 # ---- constants
 
+_T = TypeVar("_T")
+_derivation = threading.local()
 
-def const_array(v: ir.Value | None) -> np.ndarray | None:
+
+def _once_per_query(derive: Callable[[ir.Value], _T | None]) -> Callable[[ir.Value | None], _T | None]:
+    """`derive` (const_array, shape_of) computes each value once per outermost query: both walk producers and call
+    each other, and an unrolled recurrence reaches the same values along exponentially many paths (c_t reads c_t-1
+    through both of its products). The table lives for one query only: passes change the graph between queries."""
+    @functools.wraps(derive)
+    def query(v: ir.Value | None) -> _T | None:
+        if v is None:
+            return None
+        table = getattr(_derivation, "table", None)
+        outermost = table is None
+        if outermost:
+            table = _derivation.table = {}
+        try:
+            key = (derive, v)
+            if key not in table:
+                table[key] = derive(v)
+            return table[key]
+        finally:
+            if outermost:
+                _derivation.table = None
+    return query
+
+
+@_once_per_query
+def const_array(v: ir.Value) -> np.ndarray | None:
     """The value of `v` when it is a constant: an initializer, a Constant node, or simple ops folded over those."""
-    if v is None:
-        return None
     if v.const_value is not None:
         return v.const_value.numpy()
     n = v.producer()
@@ -373,10 +401,9 @@ def rank_of(v: ir.Value | None) -> int | None:
     return None
 
 
-def shape_of(v: ir.Value | None) -> Dims | None:
+@_once_per_query
+def shape_of(v: ir.Value) -> Dims | None:
     """v's shape (unknown dims None) derived from its producers, else what the model declares, else None."""
-    if v is None:
-        return None
     n = v.producer()
     derived = _derive(n, v) if n is not None and n.domain in ("", "ai.onnx") else None
     if derived is not None:

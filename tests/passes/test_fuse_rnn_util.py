@@ -1,0 +1,58 @@
+"""The passes' shape and constant derivation (fuse_rnn_util.shape_of / const_array) on unrolled recurrences."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper
+
+from ir2onnx.passes import fuse_rnn_util
+
+
+def unrolled(steps: int) -> ir.Graph:
+    """c_t = Squeeze(Unsqueeze(c_t-1 * a + c_t-1 * b)) for `steps` steps, and the Shape of each: every state is read
+    along two paths, as an unrolled LSTMCell reads c_t-1 through both of its products (PyTorch's traced cell
+    loops)."""
+    nodes = []
+    c = "c0"
+    for t in range(1, steps + 1):
+        nodes += [helper.make_node("Mul", [c, "a"], [f"p{t}"]), helper.make_node("Mul", [c, "b"], [f"q{t}"]),
+                  helper.make_node("Add", [f"p{t}", f"q{t}"], [f"s{t}"]),
+                  helper.make_node("Unsqueeze", [f"s{t}", "axis0"], [f"u{t}"]),
+                  helper.make_node("Squeeze", [f"u{t}", "axis0"], [f"c{t}"]),
+                  helper.make_node("Shape", [f"c{t}"], [f"shape{t}"])]
+        c = f"c{t}"
+    graph = helper.make_graph(
+        nodes, "unrolled", [helper.make_tensor_value_info("c0", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info(c, TensorProto.FLOAT, None),
+         helper.make_tensor_value_info(f"shape{steps}", TensorProto.INT64, None)],
+        [onnx.numpy_helper.from_array(np.float32([2.0]), "a"), onnx.numpy_helper.from_array(np.float32([3.0]), "b"),
+         onnx.numpy_helper.from_array(np.int64([0]), "axis0")])
+    return ir.serde.deserialize_graph(graph)
+
+
+@pytest.mark.parametrize("query", ["shape_of", "const_array"])
+def test_each_value_is_derived_once(monkeypatch: pytest.MonkeyPatch, query: str) -> None:
+    """Derivation walks producers once per query: 14 steps read along 2^14 paths; 40 would never finish."""
+    steps = 14
+    graph = unrolled(steps)
+    calls = {"derive": 0, "fold": 0}
+    derive, fold = fuse_rnn_util._derive, fuse_rnn_util._fold
+
+    def counted_derive(*args: object) -> object:
+        calls["derive"] += 1
+        return derive(*args)  # type: ignore[arg-type]
+
+    def counted_fold(*args: object) -> object:
+        calls["fold"] += 1
+        return fold(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fuse_rnn_util, "_derive", counted_derive)
+    monkeypatch.setattr(fuse_rnn_util, "_fold", counted_fold)
+    if query == "shape_of":
+        assert fuse_rnn_util.shape_of(graph.outputs[0]) == (None, 8)
+    else:  # the last state's Shape reads a run-time batch: not a constant, found without walking every path
+        assert fuse_rnn_util.const_array(graph.outputs[1]) is None
+    assert calls["derive"] + calls["fold"] <= 2 * len(graph)
