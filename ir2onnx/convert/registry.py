@@ -27,7 +27,10 @@ _ONNX_FORM: dict[Converter, str] = {}  # converter -> a short description of wha
 _MODULES: dict[str, set[str]] = {}  # type (lower case) -> the modules that register its converters
 _NOT_CONVERTIBLE: dict[str, str] = {}  # type (lower case) -> why no exact ONNX form exists
 # Types whose `version="experimental"`/"extension" means opset6 (as OpenVINO's reader redirects them).
-_EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell"}
+_EXPERIMENTAL_AS_OPSET6 = {"grucell", "rnncell", "proposal", "experimentaldetectrondetectionoutput",
+                           "experimentaldetectrongenerateproposalssingleimage",
+                           "experimentaldetectronpriorgridgenerator", "experimentaldetectronroifeatureextractor",
+                           "experimentaldetectrontopkrois"}
 _ALIASES = {"const": "constant"}
 # The opsets OpenVINO's IR reader knows (2026.4). Its opset17 is still being filled: it holds only these types.
 NEWEST_OPSET = 17

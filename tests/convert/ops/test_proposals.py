@@ -14,6 +14,7 @@ import openvino.opset9 as ops9
 import pytest
 
 import ir2onnx
+from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.errors import LayerConversionError
 from tests.convert.ops.cases import Case, params, run_case
 from tests.utils import save_ir
@@ -113,6 +114,26 @@ for v in (1, 4):
 @pytest.mark.parametrize("case", params(CASES))
 def test_proposal(case: Case, tmp_path: Path) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("version", ["extension", "experimental"])
+def test_proposal_of_an_extension_version_is_proposal_4(version: str, tmp_path: Path) -> None:
+    """Old IRs mark Proposal `version="extension"` or "experimental"; OpenVINO's reader reads it as opset6's
+    Proposal-4 (two outputs), and so does ir2onnx: the same ONNX outputs as the opset4 layer's."""
+    data = _data(1, 6, 4, 4, [64, 64, 1])
+    ps = [ops1.parameter(list(v.shape), v.dtype) for v in data]
+    xml = save_ir(ov.Model(ops4.proposal(*ps, _attrs()).outputs(), ps), tmp_path)
+    text = xml.read_text()
+    renamed = tmp_path / "renamed.xml"
+    renamed.write_text(text.replace('type="Proposal" version="opset4"', f'type="Proposal" version="{version}"'))
+    (tmp_path / "renamed.bin").write_bytes(xml.with_suffix(".bin").read_bytes())
+    assert renamed.read_text() != text
+    assert len(ov.Core().read_model(str(renamed)).outputs) == 2
+    protos = [ir2onnx.convert(x) for x in (xml, renamed)]
+    ours = [run_onnxruntime(p, dict(zip([i.name for i in p.graph.input], data))) for p in protos]
+    assert len(ours[1]) == 2
+    for got, want in zip(*ours):
+        np.testing.assert_array_equal(got, want)
 
 
 # GenerateProposals-9: im_info [N, 3|4], anchors [H, W, A, 4], deltas [N, 4A, H, W], scores [N, A, H, W]
