@@ -56,7 +56,7 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
     ov_shapes = None
     if ir_model is not None:
         by_id = input_uses(ir_model.graph, weights)
-        uses = {input_name(p): by_id[p.id] for p in ir_model.graph.parameters}
+        uses = {input_name(p, ir_model.ir_version == 10): by_id[p.id] for p in ir_model.graph.parameters}
         model_sizes |= {d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
                         for d in port.dims if d is not None}
         ov_shapes = openvino_shapes(ir_model.xml_path, ir_model.bin_path)

@@ -23,7 +23,7 @@ from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights
-from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
+from ir2onnx.ir.xml_reader import parameter_shape, parameter_type, split_names
 from ir2onnx.markers import STATES
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
 from ir2onnx.passes.ort_types import OrtTypesPass
@@ -56,23 +56,25 @@ def newest_opset() -> int:
     return MIN_OPSET
 
 
-def input_name(p: Layer) -> str:
-    """OpenVINO's `get_any_name()` of a Parameter's tensor (the smallest name), else the layer name."""
-    names = p.outputs[0].names if p.outputs else ()
+def input_name(p: Layer, legacy: bool = False) -> str:
+    """OpenVINO's `get_any_name()` of a Parameter's tensor: the smallest of its names, among which OpenVINO counts
+    the layer name in an IR v10 (`legacy`); the layer name when the port has none."""
+    names = set(p.outputs[0].names if p.outputs else ()) | ({p.name} if legacy else set())
     return min(names) if names else p.name
 
 
-def output_name(graph: Graph, r: Layer) -> str:
-    """OpenVINO's name of a model output: Result `output_names`, else the producer port's names, else the legacy name
-    (the producer's name, with `.index` when it has several outputs)."""
-    explicit = [n.replace("\\,", ",").strip() for n in r.data.get("output_names", "").split(",") if n.strip()]
+def output_name(graph: Graph, r: Layer, legacy: bool = False) -> str:
+    """OpenVINO's name of a model output: Result `output_names`, else the smallest of the producer port's names and,
+    in an IR v10 (`legacy`) or when the port has none, the legacy name (the producer's name, with `.index` when it
+    has several outputs)."""
+    explicit = split_names(r.data.get("output_names", ""))
     if explicit:
         return min(explicit)
     src = graph.source(r, 0)
-    names = src.layer.outputs[src.output].names
-    if names:
-        return min(names)
-    return src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}"
+    names = set(src.layer.outputs[src.output].names)
+    if legacy or not names:
+        names.add(src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}")
+    return min(names)
 
 
 def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None, *,
@@ -129,9 +131,9 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     g = model.graph
     b = GraphBuilder(opset)
     b.opset_forced = forced
-    legacy = model.ir_version == 10  # OpenVINO presents such a model's inputs and outputs in other types
-    in_names = [input_name(p) for p in g.parameters]
-    out_names = [output_name(g, r) for r in g.results]
+    legacy = model.ir_version == 10  # OpenVINO presents such a model's inputs and outputs in other types and names
+    in_names = [input_name(p, legacy) for p in g.parameters]
+    out_names = [output_name(g, r, legacy) for r in g.results]
     for n in in_names:
         if not b.names.reserve(n):
             raise ConversionError(f"two model inputs share the tensor name '{n}'")

@@ -71,10 +71,11 @@ def _int(el: etree._Element, attr: str, what: str, default: int | None = None) -
         raise IRReadError(f"{what} (line {el.sourceline}): '{attr}'=\"{raw}\" is not an integer") from None
 
 
-def _split_names(raw: str) -> tuple[str, ...]:
-    """Comma-separated tensor names; a literal comma is written `\\,`."""
+def split_names(raw: str) -> tuple[str, ...]:
+    """Comma-separated tensor names; a literal comma is written `\\,`. Spaces are part of a name, as OpenVINO reads
+    them (`a, b` names `a` and ` b`)."""
     parts = re.split(r"(?<!\\),", raw)
-    return tuple(p.replace("\\,", ",").strip() for p in parts if p.strip())
+    return tuple(p.replace("\\,", ",") for p in parts if p.strip())
 
 
 def parse_shape(text: str) -> Shape:
@@ -118,7 +119,7 @@ def _port(el: etree._Element, what: str) -> Port:
         dims.append(None if v == -1 else v)
     prec = el.get("precision")
     et = parse_element_type(prec) if prec else None
-    return Port(pid, tuple(dims), et, _split_names(el.get("names", "")), el.sourceline or 0)
+    return Port(pid, tuple(dims), et, split_names(el.get("names", "")), el.sourceline or 0)
 
 
 def _port_map_entry(el: etree._Element, what: str) -> PortMapEntry:
@@ -146,6 +147,8 @@ def _layer(el: etree._Element, scope: str) -> Layer:
         raise IRReadError(f"{what}: a <layer> needs 'id' and 'type' attributes")
     data_el = _child(el, "data")
     data = dict(data_el.attrib) if data_el is not None else {}
+    if el.get("output_names") is not None:  # a Result's names for the model output: kept with its data
+        data.setdefault("output_names", el.get("output_names", ""))
     inputs = _child(el, "input")
     outputs = _child(el, "output")
     layer = Layer(
