@@ -19,6 +19,7 @@ from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
 from ir2onnx.convert.context import has_runtime_dims, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import States, Translator, body_output, check_supported, declare_type
 from ir2onnx.convert.ops.state import NEXT_SUFFIX
+from ir2onnx.convert.pre_process import subtract_means
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
@@ -149,6 +150,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
         v = b.add_input(name, onnx_dtype(io_et), dims)
         set_value_type(v, io_et)
         bindings[p.id] = _cast(b, v, et)
+    subtract_means(model, weights, b, bindings)
     wanted = {n for n in out_names if n not in in_names}
     for n in wanted:
         b.names.reserve(n)

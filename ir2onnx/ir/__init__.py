@@ -11,9 +11,10 @@ from ir2onnx.ir.xml_reader import read_xml
 
 def load(xml_path: str, bin_path: str | None = None) -> tuple[IRModel, Weights | None]:
     """Read and validate an IR, with output types and body Parameters re-derived as OpenVINO's reader does.
-    The .bin is needed only when the IR has Const layers."""
+    The .bin is needed only when the IR has Const layers or mean images."""
     model = read_xml(xml_path, bin_path)
     has_consts = any(layer.const is not None for layer in model.graph.walk())
+    has_consts |= model.pre_process is not None and any(m.blob is not None for m in model.pre_process.means)
     weights = Weights(model.bin_path) if has_consts and model.bin_path else None
     validate(model, weights.size if weights else None)
     model = resolve(model)

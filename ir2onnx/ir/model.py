@@ -200,6 +200,25 @@ class Graph:
 
 
 @dataclass(frozen=True)
+class Mean:
+    """One channel's entry of a `<pre-process>` block: a value, or a mean image in the weights file."""
+
+    channel: int
+    value: float | None
+    blob: tuple[int, int] | None  # (offset, size) in bytes
+    line: int
+
+
+@dataclass(frozen=True)
+class PreProcess:
+    """An IR's `<pre-process>` block: per-channel means that OpenVINO's reader subtracts from an input."""
+
+    input_name: str  # the Parameter's layer name; "" = the first 4-D input, else the first input
+    means: tuple[Mean, ...]
+    line: int
+
+
+@dataclass(frozen=True)
 class IRModel:
     """A whole IR: the main graph, the IR version and where it came from."""
 
@@ -208,3 +227,4 @@ class IRModel:
     graph: Graph
     xml_path: str
     bin_path: str | None
+    pre_process: PreProcess | None = None

@@ -10,7 +10,20 @@ from lxml import etree
 
 from ir2onnx.errors import IRReadError
 from ir2onnx.ir.element_types import ElementType, parse_element_type
-from ir2onnx.ir.model import BackEdge, Body, ConstData, Edge, Graph, IRModel, Layer, Port, PortMapEntry, Shape
+from ir2onnx.ir.model import (
+    BackEdge,
+    Body,
+    ConstData,
+    Edge,
+    Graph,
+    IRModel,
+    Layer,
+    Mean,
+    Port,
+    PortMapEntry,
+    PreProcess,
+    Shape,
+)
 
 MAX_XML_BYTES = 1 << 30  # 1 GiB of XML is far beyond any real network description
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -34,13 +47,10 @@ def read_xml(xml_path: str, bin_path: str | None = None) -> IRModel:
     if size > MAX_XML_BYTES:
         raise IRReadError(f"{xml_path}: {size} bytes of XML is more than the {MAX_XML_BYTES} allowed")
     with open(xml_path, "rb") as f:
-        text = f.read()
+        text = f.read().lstrip(b" \t\r\n")  # (OpenVINO's reader accepts blank lines before the declaration)
     if _DTD.search(text):
         raise IRReadError(f"{xml_path}: DTDs and entity declarations are not allowed in IR XML")
-    try:
-        root = etree.fromstring(text, _parser())
-    except etree.XMLSyntaxError as e:
-        raise IRReadError(f"{xml_path}: malformed XML: {e}") from None
+    root = _parse(text, xml_path)
     if root.tag != "net":
         raise IRReadError(f"{xml_path}: root element is <{root.tag}>, expected <net> (line {root.sourceline})")
     version = _int(root, "version", "the <net> element")
@@ -49,7 +59,55 @@ def read_xml(xml_path: str, bin_path: str | None = None) -> IRModel:
     graph = _graph(root, scope="", what="the <net> element")
     if bin_path is None:
         bin_path = os.path.splitext(xml_path)[0] + ".bin"
-    return IRModel(root.get("name", ""), version, graph, xml_path, bin_path)
+    return IRModel(root.get("name", ""), version, graph, xml_path, bin_path, _pre_process(root))
+
+
+def _parse(text: bytes, xml_path: str) -> etree._Element:
+    """The document's root element. What follows its end tag is ignored, as OpenVINO's reader ignores it (OpenVINO's
+    own tests have IRs ending in a stray `//`)."""
+    try:
+        return etree.fromstring(text, _parser())
+    except etree.XMLSyntaxError as e:
+        first = e
+    if first.msg.startswith("Extra content at the end of the document") and first.position[0] >= 1:
+        line, column = first.position
+        lines = text.split(b"\n")
+        end = sum(len(s) + 1 for s in lines[:line - 1]) + max(column - 1, 0)
+        try:
+            return etree.fromstring(text[:end], _parser())
+        except etree.XMLSyntaxError:
+            pass
+    raise IRReadError(f"{xml_path}: malformed XML: {first}") from None
+
+
+def _pre_process(root: etree._Element) -> PreProcess | None:
+    """The `<pre-process>` block, read as OpenVINO's reader reads it: a `<channel>` without an `id` takes its
+    position; a `<mean>` has a `value` or an `offset` and `size` in the weights file."""
+    el = _child(root, "pre-process")
+    if el is None:
+        return None
+    means: list[Mean] = []
+    for position, chan in enumerate(c for c in el if c.tag == "channel"):
+        channel = _int(chan, "id", f"a pre-process <channel> (line {chan.sourceline})", default=position)
+        mean = _child(chan, "mean")
+        if mean is None:
+            continue
+        what = f"the pre-process mean of channel {channel} (line {mean.sourceline})"
+        if mean.get("value") is None and mean.get("size") is None:
+            raise IRReadError(f"{what} has neither a 'value' nor a 'size' attribute")
+        value = None
+        if mean.get("value") is not None:
+            try:
+                value = float(mean.get("value", ""))
+            except ValueError:
+                raise IRReadError(f"{what}: value=\"{mean.get('value')}\" is not a number") from None
+        blob = None
+        if mean.get("size") is not None and mean.get("offset") is not None:
+            blob = (_int(mean, "offset", what), _int(mean, "size", what))
+            if min(blob) < 0:
+                raise IRReadError(f"{what}: offset and size must not be negative")
+        means.append(Mean(channel, value, blob, mean.sourceline or 0))
+    return PreProcess(el.get("reference-layer-name", "").strip(), tuple(means), el.sourceline or 0)
 
 
 def _child(el: etree._Element, *names: str) -> etree._Element | None:

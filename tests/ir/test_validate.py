@@ -91,6 +91,17 @@ def test_valid_template_converts(tmp_path: Path) -> None:
     ir2onnx.convert(_write(tmp_path, None, 8))
 
 
+@pytest.mark.parametrize("around", [("\n\n", ""), ("", "//\n"), ("  \n", "<!-- end -->\ntrailing text")],
+                         ids=["blank-lines-before-the-declaration", "text-after-net", "both"])
+def test_what_openvino_ignores_around_the_document_is_ignored(tmp_path: Path, around: tuple[str, str]) -> None:
+    """OpenVINO's reader accepts blank lines before `<?xml` and text after `</net>` (its own tests have both)."""
+    xml = _write(tmp_path, None, 8)
+    xml.write_text(around[0] + xml.read_text() + around[1])
+    ov = pytest.importorskip("openvino")
+    assert len(ov.Core().read_model(str(xml)).outputs) == 1
+    assert [o.name for o in ir2onnx.convert(xml).graph.output] == ["y"]
+
+
 @pytest.mark.parametrize(("case", "replace", "bin_size", "error", "fragments"), CASES, ids=[c[0] for c in CASES])
 def test_malformed_ir(tmp_path: Path, case: str, replace: tuple[str, str] | None, bin_size: int, error: type,
                       fragments: list[str]) -> None:
