@@ -63,7 +63,8 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
     dim_specs = [(n, d) for n, _, d in specs]
     if ov_shapes is not None and any(None in d for _, d in dim_specs):
         fixed, groups = ov_shapes.ties()
-        shapes, shape_notes = choose_dims(dim_specs, ov_shapes.accepts, sorted(model_sizes), fixed, groups)
+        shapes, shape_notes = choose_dims(dim_specs, ov_shapes.accepts, sorted(model_sizes), fixed, groups,
+                                          ov_shapes.bounds())
     else:
         shapes, shape_notes = choose_dims(dim_specs, onnx_accepts(model), sorted(model_sizes))
     notes.extend(shape_notes)

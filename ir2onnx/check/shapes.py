@@ -25,10 +25,11 @@ _MAX_CANDIDATES = 48
 
 
 def choose_dims(specs: Sequence[tuple[str, Dims]], accepts: Accepts, model_sizes: Sequence[int],
-                fixed: dict[Slot, int] | None = None, groups: Sequence[set[Slot]] = ()) -> tuple[
-        dict[str, list[int]], list[str]]:
+                fixed: dict[Slot, int] | None = None, groups: Sequence[set[Slot]] = (),
+                bounds: dict[Slot, tuple[int, int | None]] | None = None) -> tuple[dict[str, list[int]], list[str]]:
     """Input name -> static shape, and notes about dimensions no accepted size was found for. `fixed`: sizes the
-    weights require; `groups`: dimensions known to be equal."""
+    weights require; `groups`: dimensions known to be equal; `bounds`: the IR's `lo..hi` range of a dimension (its
+    sizes are tried from `lo`, and only sizes inside it)."""
     current: dict[str, Dims] = {name: list(dims) for name, dims in specs}
     notes: list[str] = []
     slots = [(name, axis) for name, dims in specs for axis, d in enumerate(dims) if d is None]
@@ -43,6 +44,10 @@ def choose_dims(specs: Sequence[tuple[str, Dims]], accepts: Accepts, model_sizes
         if not first:
             fresh += 1
         candidates = _unique([*first, default, *chosen, *sorted(s for s in model_sizes if s > 1), 2, 1])
+        if bounds and slot in bounds:
+            lo, hi = bounds[slot]
+            candidates = [lo, *(c for c in candidates if lo < c and (hi is None or c <= hi))]
+            default = lo
         candidates = candidates[:_MAX_CANDIDATES]
         for size in candidates:
             trial = {k: list(v) for k, v in current.items()}
@@ -96,6 +101,16 @@ class OpenVINOShapes:
         except Exception:  # noqa: BLE001  any validation error means: not accepted
             return False
         return True
+
+    def bounds(self) -> dict[Slot, tuple[int, int | None]]:
+        """The dynamic input dimensions the IR bounds (`lo..hi`; hi None: unbounded above)."""
+        out: dict[Slot, tuple[int, int | None]] = {}
+        for inp in self.base.inputs:
+            for axis, d in enumerate(inp.get_partial_shape()):
+                if d.is_dynamic and (d.get_min_length() > 0 or d.get_max_length() >= 0):
+                    hi = d.get_max_length()
+                    out[(port_name(inp), axis)] = (max(d.get_min_length(), 1), hi if hi >= 0 else None)
+        return out
 
     def ties(self) -> tuple[dict[Slot, int], list[set[Slot]]]:
         """Sizes the weights require of input dimensions, and groups of dimensions shape inference made equal."""

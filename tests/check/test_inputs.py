@@ -113,6 +113,17 @@ def test_matmul_fixes_the_inner_dimension(tmp_path: Path) -> None:
     assert ir2onnx.check(xml).passed
 
 
+def test_bounded_dimensions_stay_in_their_bounds(tmp_path: Path) -> None:
+    """An IR's `lo..hi` dims (OpenVINO refuses an input outside them): the default inputs are chosen inside."""
+    x = ops.parameter(ov.PartialShape("[1,3,100..200,..4,2..]"), np.float32, name="X")
+    xml = save_ir(ov.Model([ops.relu(x)], [x]), tmp_path)
+    feed, _, notes = _inputs(xml)
+    _, _, h, w, d = feed["X"].shape
+    assert 100 <= h <= 200 and 1 <= w <= 4 and d >= 2
+    assert not notes
+    assert ir2onnx.check(xml).passed
+
+
 def test_boolean_scalar_and_trip_count_inputs(tmp_path: Path) -> None:
     xml = save_ir(loop_model(None, None), tmp_path)
     feed, sources, _ = _inputs(xml)
