@@ -264,6 +264,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     level = logger.level
     logger.addHandler(handler)  # for this call only: calling run() again adds no second handler
     logger.setLevel(logging.INFO)
+    # onnx_ir logs the failures it recovers from with their tracebacks (Python's last-resort handler prints them)
+    quiet = logging.getLogger("onnx_ir")
+    quiet_level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         p = parser()
         a = p.parse_args(argv)
@@ -274,6 +278,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+        quiet.setLevel(quiet_level)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,12 @@ def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
         raise _error(model, "fails the ONNX checker", str(e)) from None
+    except ValueError as e:  # protobuf refuses to parse messages nested past its depth limit
+        if "Unable to parse proto" not in str(e):
+            raise
+        raise InvalidModelError(f"the converted ONNX model nests {_depth(model.graph)} levels of subgraphs (If/Loop "
+                                "bodies within bodies): more than protobuf reads back (its limit is about 100 "
+                                "message levels, 3 per subgraph), so onnx and onnxruntime cannot load it") from None
     if runtime:
         _load_in_onnxruntime(model, proto)
 
@@ -82,6 +88,12 @@ def _load_in_onnxruntime(model: ir.Model, proto: onnx.ModelProto) -> None:
 
 def _nodes(graph: ir.Graph) -> Iterator[ir.Node]:
     yield from ir.traversal.RecursiveGraphIterator(graph)
+
+
+def _depth(graph: ir.Graph) -> int:
+    """How many subgraphs deep `graph` nests."""
+    inner = [_depth(a.value) for n in graph for a in n.attributes.values() if a.type == ir.AttributeType.GRAPH]
+    return 1 + max(inner, default=0)
 
 
 def _error(model: ir.Model, what: str, message: str) -> InvalidModelError:

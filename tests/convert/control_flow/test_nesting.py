@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +11,9 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
-from tests.utils import check_model, count_loops, count_ops, rng_inputs
+import ir2onnx
+from ir2onnx.errors import InvalidModelError
+from tests.utils import check_model, count_loops, count_ops, rng_inputs, save_ir
 
 
 def inner_ti(x: ov.Output, h: ov.Output) -> ov.Node:
@@ -121,3 +125,37 @@ def test_three_levels(tmp_path: Path) -> None:
     model = outer_ti(middle, True)
     proto = check_model(model, rng_inputs([((4, 5, 3), np.float32), ((3,), np.float32)]), tmp_path)
     assert count_ops(proto, "Scan") == 2 and count_ops(proto, "Loop") == 1
+
+
+def nested_ifs(depth: int) -> ov.Model:
+    """`depth` Ifs each in the previous one's then-branch (OpenVINO's IR frontend tests nest 64)."""
+    import openvino.opset8 as ops8
+
+    def body(level: int) -> ov.Model:
+        p = ops8.parameter([1], np.float32)
+        out = p if level == 0 else wrap(p.output(0), level)
+        return ov.Model([ops8.result(out)], [p])
+
+    def wrap(x: ov.Output, level: int) -> ov.Output:
+        node = ops8.if_op(ops8.constant(np.array(True)))
+        then_body, else_body = body(level - 1), body(0)
+        node.set_then_body(then_body)
+        node.set_else_body(else_body)
+        node.set_input(x, then_body.get_parameters()[0], else_body.get_parameters()[0])
+        return node.set_output(then_body.get_results()[0], else_body.get_results()[0])
+
+    x = ops8.parameter([1], np.float32, name="x")
+    return ov.Model([ops8.result(wrap(x.output(0), depth))], [x])
+
+
+def test_nesting_past_what_protobuf_reads_is_refused_clearly(tmp_path: Path) -> None:
+    """40 nested Ifs: protobuf cannot read such an ONNX model back (about 33 subgraph levels at most), so neither
+    onnx's checker nor onnxruntime can load it: one clear error, no file (and 8 levels convert)."""
+    assert ir2onnx.convert(save_ir(nested_ifs(8), tmp_path / "8")).graph.output[0].name
+    xml = save_ir(nested_ifs(40), tmp_path / "40")
+    with pytest.raises(InvalidModelError, match="nests 41 levels of subgraphs"):
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    r = subprocess.run([sys.executable, "-m", "ir2onnx", "convert", str(xml), "-o", str(tmp_path / "out.onnx")],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 2 and "nests 41 levels" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "out.onnx").exists()
