@@ -55,7 +55,7 @@ class _Level:
             ref = ov.get((layer.name, port))
             if ref is None:
                 continue
-            c = compare_output(name, g, ref, rtol, atol)
+            c = compare_output(name, g, ref, rtol, atol, scaled=True)
             rows.append(LayerComparison(f"{self.prefix}{layer.id}", layer.name, layer.type, layer.line, port, name, c))
         return rows
 

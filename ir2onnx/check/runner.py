@@ -172,7 +172,7 @@ def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResu
     rows: list[OutputComparison] = []
     refs: list[np.ndarray | None] = list(ref.arrays[: len(names)]) if ref is not None else [None] * len(names)
     for name, g, r in zip(names, got.arrays[: len(names)], refs):
-        rows.append(compare_output(name, g, r, rtol, atol))
+        rows.append(compare_output(name, g, r, rtol, atol, scaled=True))
     return CheckReport(tuple(rows), notes=tuple(notes), placement=placement, **common, **extra)
 
 

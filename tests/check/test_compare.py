@@ -17,3 +17,22 @@ def test_nan_on_one_side_fails() -> None:
     ref = np.array([np.nan, 1.0], np.float32)
     assert not compare_output("y", np.array([0.0, 1.0], np.float32), ref, 1e-5, 1e-5).passed
     assert not compare_output("y", ref[::-1].copy(), np.array([1.0, 0.0], np.float32), 1e-5, 1e-5).passed
+
+
+def test_scaled_absolute_tolerance_follows_the_outputs_magnitude() -> None:
+    """A 1x1 convolution over 608 channels of N(0, 1) data and weights, as OpenVINO's own test IR: outputs of RMS
+    ~25, and f32 rounding of ~6e-5 at outputs near zero in both runtimes (against float64 as well). The check's
+    comparison scales atol by the RMS; the plain one (the tests' own) does not; real differences still fail."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((608, 2040)), rng.standard_normal((490, 608))
+    exact = w @ x
+    f32 = (w.astype(np.float32) @ x.astype(np.float32)).astype(np.float32)
+    blocked = sum(w[:, i:i + 64].astype(np.float32) @ x[i:i + 64].astype(np.float32) for i in range(0, 608, 64))
+    assert not compare_output("y", f32, np.asarray(blocked, np.float32), 1e-4, 1e-5).passed
+    assert compare_output("y", f32, np.asarray(blocked, np.float32), 1e-4, 1e-5, scaled=True).passed
+    assert compare_output("y", f32, exact, 1e-4, 1e-5, scaled=True).passed
+    wrong = f32.copy()
+    wrong[3, 5] += 0.01  # 4e-4 of the RMS
+    assert not compare_output("y", wrong, np.asarray(blocked, np.float32), 1e-4, 1e-5, scaled=True).passed
+    small = rng.standard_normal((4, 5)).astype(np.float32)  # RMS below 1: atol as given
+    assert not compare_output("y", small + 2e-5, small, 0, 1e-5, scaled=True).passed
