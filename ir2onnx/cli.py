@@ -184,8 +184,9 @@ def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
                         "fused RNN/GRU nodes stay nodes for cuDNN), and where --check runs it" if in_convert
                    else "cpu or cuda: where onnxruntime runs")
     p.add_argument("--rtol", type=float, metavar="R", default=1e-4, help="relative tolerance (default 1e-4)")
-    p.add_argument("--atol", type=float, metavar="A", default=1e-5, help="absolute tolerance (default 1e-5), in units of an output's root mean "
-                   "square where that is above 1")
+    p.add_argument("--atol", type=float, metavar="A", default=1e-5,
+                   help="absolute tolerance (default 1e-5), in units of an output's root mean square where that is "
+                        "above 1")
     p.add_argument("--seed", type=int, metavar="S", default=0, help=f"seed of {what}random inputs (default 0)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
                    help="seconds each runtime may run (default 60)")
