@@ -171,8 +171,13 @@ def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResu
         placement = Placement(dict(p["nodes_per_provider"]), tuple(p["cpu_nodes"]))
     rows: list[OutputComparison] = []
     refs: list[np.ndarray | None] = list(ref.arrays[: len(names)]) if ref is not None else [None] * len(names)
-    for name, g, r in zip(names, got.arrays[: len(names)], refs):
-        rows.append(compare_output(name, g, r, rtol, atol, scaled=True))
+    ov_names: list[str | None] = list(ref.info.get("output_names") or []) if ref is not None else []
+    for i, (name, g, r) in enumerate(zip(names, got.arrays[: len(names)], refs)):
+        row = compare_output(name, g, r, rtol, atol, scaled=True)
+        if i < len(ov_names) and ov_names[i] is not None and ov_names[i] != name:
+            row = replace(row, passed=False, message=f"named '{ov_names[i]}' in OpenVINO" +
+                          (f"; {row.message}" if row.message else ""))
+        rows.append(row)
     return CheckReport(tuple(rows), notes=tuple(notes), placement=placement, **common, **extra)
 
 

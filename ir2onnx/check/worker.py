@@ -193,6 +193,13 @@ def first_iteration_feed(loop: Any, values: list[np.ndarray]) -> list[np.ndarray
     return feed  # type: ignore[return-value]
 
 
+def _any_name(port: Any) -> str | None:
+    try:
+        return str(port.get_any_name())
+    except RuntimeError:
+        return None
+
+
 def port_name(port: Any) -> str:
     """An OpenVINO input's name as ir2onnx names the ONNX input: its tensor's name, or for an IR whose ports carry
     no names (OpenVINO then has none to give) its Parameter's layer name."""
@@ -224,6 +231,8 @@ def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[d
               "stored": state_job.get("stored") or []}
     outs, layer_values = _infer(core, model, feed, ports, states if not body_feeds else None)
     info["outputs"] = len(outs)
+    if not body_feeds:  # the model's own outputs: their names, as OpenVINO gives them (None: it has none)
+        info["output_names"] = [_any_name(o) for o in model.outputs]
     info["layers"] = [list(k) for k in keys]
     info["body_feeds"] = len(body_feeds)
     return info, outs + layer_values + body_feeds

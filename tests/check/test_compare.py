@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
 
 from ir2onnx.check.compare import compare_output
 
@@ -36,3 +40,19 @@ def test_scaled_absolute_tolerance_follows_the_outputs_magnitude() -> None:
     assert not compare_output("y", wrong, np.asarray(blocked, np.float32), 1e-4, 1e-5, scaled=True).passed
     small = rng.standard_normal((4, 5)).astype(np.float32)  # RMS below 1: atol as given
     assert not compare_output("y", small + 2e-5, small, 0, 1e-5, scaled=True).passed
+
+
+def test_an_output_named_otherwise_than_in_openvino_fails(tmp_path: Path) -> None:
+    """Values alone are not enough: a user reads outputs by name."""
+    import ir2onnx
+    from tests.utils import save_ir
+
+    x = ops.parameter([2, 3], np.float32, name="x")
+    relu = ops.relu(x)
+    relu.output(0).set_names({"y"})
+    xml = save_ir(ov.Model([relu], [x]), tmp_path)
+    proto = ir2onnx.convert(xml)
+    assert ir2onnx.check(xml, proto).passed
+    proto.graph.output[0].name = proto.graph.node[-1].output[0] = "renamed"
+    report = ir2onnx.check(xml, proto)
+    assert not report.passed and "named 'y' in OpenVINO" in report.outputs[0].message
