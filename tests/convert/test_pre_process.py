@@ -122,3 +122,29 @@ def test_bad_means_are_refused_like_openvino(tmp_path: Path, name: str, case: PP
         run_openvino(str(xml), _feed(case))
     with pytest.raises(ConversionError, match=match):
         ir2onnx.convert(xml)
+
+
+def test_input_returned_as_it_is_after_its_means(tmp_path: Path) -> None:
+    """Parameter -> Result with means: OpenVINO names the output as the input, which ONNX cannot (the output is
+    another value), and the check accepts that one difference."""
+    xml = tmp_path / "model.xml"
+    dims = "<dim>1</dim><dim>2</dim><dim>2</dim><dim>2</dim>"
+    xml.write_text(f"""<?xml version="1.0"?>
+<net name="pp" version="10">
+    <pre-process reference-layer-name="input">{values(1.5, -2)}</pre-process>
+    <layers>
+        <layer id="0" name="input" type="Parameter" version="opset1"><data shape="1,2,2,2" element_type="f32"/>
+            <output><port id="0" precision="FP32">{dims}</port></output></layer>
+        <layer id="1" name="output" type="Result" version="opset1"><input><port id="0">{dims}</port></input></layer>
+    </layers>
+    <edges><edge from-layer="0" from-port="0" to-layer="1" to-port="0"/></edges>
+</net>
+""")
+    (tmp_path / "model.bin").write_bytes(b"")
+    proto = ir2onnx.convert(xml)
+    assert [i.name for i in proto.graph.input] == ["input"] and proto.graph.output[0].name != "input"
+    feed = {"input": np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)}
+    report = ir2onnx.check(xml, proto, inputs=feed)
+    assert report.passed, report
+    np.testing.assert_array_equal(run_openvino(str(xml), [feed["input"]])[0],
+                                  feed["input"] - np.float32([1.5, -2]).reshape(2, 1, 1))
