@@ -203,10 +203,8 @@ def _any_name(port: Any) -> str | None:
 def port_name(port: Any) -> str:
     """An OpenVINO input's name as ir2onnx names the ONNX input: its tensor's name, or for an IR whose ports carry
     no names (OpenVINO then has none to give) its Parameter's layer name."""
-    try:
-        return str(port.get_any_name())
-    except RuntimeError:
-        return str(port.get_node().get_friendly_name())
+    name = _any_name(port)
+    return name if name is not None else str(port.get_node().get_friendly_name())
 
 
 def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:

@@ -14,8 +14,9 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder
 from ir2onnx.errors import ConversionError
-from ir2onnx.ir.model import IRModel, Layer, PreProcess
-from ir2onnx.ir.weights import Weights
+from ir2onnx.ir.element_types import ElementType
+from ir2onnx.ir.model import ConstData, IRModel, Layer, PreProcess
+from ir2onnx.ir.weights import Weights, needed_bytes
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 
@@ -39,7 +40,6 @@ def subtract_means(model: IRModel, weights: Weights | None, b: GraphBuilder, bin
     et = parameter_type(param)
     if et is None or et.packed or et.name == "bf16":
         raise ConversionError(f"{where}: input '{param.name}' of type {et.name if et else 'unknown'} takes no means")
-    dtype = et.numpy
     values = {(m.channel, m.value) for m in pp.means if m.value is not None}
     blobs = {(m.channel, m.blob) for m in pp.means if m.blob is not None}
     if values and blobs:
@@ -50,10 +50,10 @@ def subtract_means(model: IRModel, weights: Weights | None, b: GraphBuilder, bin
         raise ConversionError(f"{where}: {len(found)} means for channels {found}; input '{param.name}' "
                               f"({dims}) has {channels} channels, each needs one")
     if values:
-        mean = np.array([v for _, v in entries], np.float32).astype(dtype)  # read as f32, as OpenVINO reads them
+        mean = np.array([v for _, v in entries], np.float32).astype(et.numpy)  # read as f32, as OpenVINO reads them
         mean = mean.reshape([channels] + [1] * (len(dims) - channel_axis - 1)) if len(dims) > 2 else mean
     else:
-        mean = np.concatenate([_image(weights, blob, image, dtype, where, c) for c, blob in entries], 0)  # type: ignore[arg-type]
+        mean = np.concatenate([_image(weights, blob, image, et, where, c) for c, blob in entries], 0)  # type: ignore[arg-type]
     bindings[param.id] = b.op("Sub", [bindings[param.id], b.const(mean)])
 
 
@@ -70,15 +70,14 @@ def _input(model: IRModel, pp: PreProcess, where: str) -> Layer:
     return (four_d or list(params))[0]
 
 
-def _image(weights: Weights | None, blob: tuple[int, int], image: list[int], dtype: np.dtype, where: str,
+def _image(weights: Weights | None, blob: tuple[int, int], image: list[int], et: ElementType, where: str,
            channel: int) -> np.ndarray:
     offset, size = blob
-    count = int(np.prod(image))
-    if size != count * np.dtype(dtype).itemsize:
-        raise ConversionError(f"{where}: the mean image of channel {channel} has {size} bytes; {image} x "
-                              f"{np.dtype(dtype).name} needs {count * np.dtype(dtype).itemsize}")
+    const = ConstData(et, tuple(image), offset, size)
+    if size != needed_bytes(et, const.shape):
+        raise ConversionError(f"{where}: the mean image of channel {channel} has {size} bytes; {image} x {et.name} "
+                              f"needs {needed_bytes(et, const.shape)}")
     if weights is None or offset + size > weights.size:
         raise ConversionError(f"{where}: the mean image of channel {channel} (offset {offset}, size {size}) lies "
                               f"outside the weights file ({0 if weights is None else weights.size} bytes)")
-    return np.frombuffer(weights.raw(offset, size), dtype=np.dtype(dtype).newbyteorder("<"), count=count) \
-        .astype(dtype).reshape(image)
+    return weights.array(const)

@@ -29,33 +29,35 @@ def gather(ctx: LayerContext) -> ir.Value:
 
 
 def _gather(ctx: LayerContext, b: GraphBuilder, axis: int, rank: int, bd: int) -> ir.Value:
-    x, idx = ctx.inputs[0], ctx.inputs[1]
-    valid = _in_range(ctx, b, axis)
-    if valid is not None:
-        idx = b.op("Where", [valid, _int64(ctx, b), b.i64(0)])
-    y = _gather_in_range(ctx, b, x, idx, axis, rank, bd)
-    if valid is None:
-        return y
+    x = ctx.inputs[0]
+    if _all_read(ctx, axis):
+        return _gather_in_range(ctx, b, x, ctx.inputs[1], axis, rank, bd)
+    # the indices OpenVINO reads, against the run-time size (a body's declared dims may be stale: a wrong constant
+    # mask would be silent); the size a scalar, so that the mask has the indices' shape
+    idx = _int64(ctx, b)
+    size = b.reshape(b.shape_of(x, axis, axis + 1), [])
+    low = b.op("Neg", [size]) if _wraps(ctx) else b.i64(0)
+    valid = b.op("And", [b.op("GreaterOrEqual", [idx, low]), b.op("Less", [idx, size])])
+    y = _gather_in_range(ctx, b, x, b.op("Where", [valid, idx, b.i64(0)]), axis, rank, bd)
     k = ctx.input_rank(1) - bd  # y: [batch, M..., K..., N...]; valid: [batch, K...]
     axes = list(range(bd, axis)) + list(range(axis + k, rank - 1 + k))
     zero = b.cast(b.const(np.array(0, np.float32)), onnx_dtype(ctx.input_type(0)))
     return b.op("Where", [b.unsqueeze(valid, axes) if axes else valid, y, zero])
 
 
-def _in_range(ctx: LayerContext, b: GraphBuilder, axis: int) -> ir.Value | None:
-    """Which indices OpenVINO reads (the others give zeros), or None when all of them are known to be read."""
-    wraps = ctx.layer.version.strip() == "opset8"  # negative indices count from the end
-    dim = ctx.input_dims(0)[axis] if ctx.input_rank(0) > axis else None
+def _wraps(ctx: LayerContext) -> bool:
+    """Whether negative indices count from the end (Gather-8), rather than being out of range."""
+    return ctx.layer.version.strip() == "opset8"
+
+
+def _all_read(ctx: LayerContext, axis: int) -> bool:
+    """Whether every index is known to be one OpenVINO reads (constants in range), or is left to onnxruntime's own
+    range check (Gather-8 indices known only at run time)."""
     c = ctx.const(1)
-    if c is not None and dim is not None and bool(np.all((c >= (-dim if wraps else 0)) & (c < dim))):
-        return None
-    if c is None and wraps:
-        return None
-    # against the run-time size (a body's declared dims may be stale: a wrong constant mask would be silent)
-    idx = _int64(ctx, b)
-    size = b.reshape(b.shape_of(ctx.inputs[0], axis, axis + 1), [])  # a scalar: the mask has the indices' shape
-    low = b.op("Neg", [size]) if wraps else b.i64(0)
-    return b.op("And", [b.op("GreaterOrEqual", [idx, low]), b.op("Less", [idx, size])])
+    if c is None:
+        return _wraps(ctx)
+    dim = ctx.input_dims(0)[axis] if ctx.input_rank(0) > axis else None
+    return dim is not None and bool(np.all((c >= (-dim if _wraps(ctx) else 0)) & (c < dim)))
 
 
 def _int64(ctx: LayerContext, b: GraphBuilder) -> ir.Value:
