@@ -23,6 +23,7 @@ from ir2onnx.convert.pre_process import subtract_means
 from ir2onnx.errors import ConversionError, OpsetError
 from ir2onnx.ir.element_types import ElementType, legacy_input_type, legacy_output_type
 from ir2onnx.ir.model import Graph, IRModel, Layer
+from ir2onnx.ir.op_outputs import output_count
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type, split_names
 from ir2onnx.markers import STATES
@@ -67,14 +68,14 @@ def input_name(p: Layer, legacy: bool = False) -> str:
 def output_name(graph: Graph, r: Layer, legacy: bool = False) -> str:
     """OpenVINO's name of a model output: Result `output_names`, else the smallest of the producer port's names and,
     in an IR v10 (`legacy`) or when the port has none, the legacy name (the producer's name, with `.index` when it
-    has several outputs)."""
+    has several outputs, declared or not: ir/op_outputs.py)."""
     explicit = split_names(r.data.get("output_names", ""))
     if explicit:
         return min(explicit)
     src = graph.source(r, 0)
     names = set(src.layer.outputs[src.output].names)
     if legacy or not names:
-        names.add(src.layer.name if len(src.layer.outputs) == 1 else f"{src.layer.name}.{src.output}")
+        names.add(src.layer.name if output_count(src.layer) == 1 else f"{src.layer.name}.{src.output}")
     return min(names)
 
 

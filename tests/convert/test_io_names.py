@@ -17,10 +17,26 @@ def _dims(shape: tuple[int, ...]) -> str:
     return "".join(f"<dim>{d}</dim>" for d in shape)
 
 
-def ir(version: int, in_names: str, out_names: str, result_attrs: str = "", split: bool = False) -> str:
-    """Parameter 'in1' -> ReLU 'relu' (or a 2-way Split 'split', both halves returned) -> Result(s)."""
+def ir(version: int, in_names: str, out_names: str, result_attrs: str = "", split: bool = False,
+       one_port: bool = False) -> str:
+    """Parameter 'in1' -> ReLU 'relu' (or a 2-way Split 'split', both halves returned, or with `one_port` a TopK
+    'topk' of k=2 along axis 1 declaring only its values port: OpenVINO still names it as one of two outputs)
+    -> Result(s)."""
     s, h = (2, 4), (2, 2)
-    if split:
+    if one_port:
+        middle = f"""
+        <layer id="1" name="topk" type="TopK" version="opset3">
+            <data axis="1" mode="max" sort="value" index_element_type="i32"/>
+            <input><port id="0">{_dims(s)}</port><port id="1"/></input>
+            <output><port id="2" precision="FP32" {out_names}>{_dims(h)}</port></output></layer>
+        <layer id="4" name="k" type="Const" version="opset1"><data element_type="i64" shape="" offset="0" size="8"/>
+            <output><port id="0" precision="I64"/></output></layer>
+        <layer id="2" name="out_a" type="Result" version="opset1" {result_attrs}><input><port id="0">{_dims(h)}</port>
+            </input></layer>"""
+        edges = """<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
+        <edge from-layer="4" from-port="0" to-layer="1" to-port="1"/>
+        <edge from-layer="1" from-port="2" to-layer="2" to-port="0"/>"""
+    elif split:
         middle = f"""
         <layer id="1" name="split" type="Split" version="opset1"><data num_splits="2"/>
             <input><port id="0">{_dims(s)}</port><port id="1"/></input>
@@ -65,6 +81,8 @@ CASES = {
                                   'output_names="relu\\,t,custom\\, name"'),
     "v10-split-legacy-names": ir(10, 'names="x"', 'names="zz"', split=True),
     "v11-split-unnamed-second-output": ir(11, 'names="x"', 'names="zz"', split=True),
+    "v10-topk-declaring-one-of-two-outputs": ir(10, 'names="x"', "", one_port=True),
+    "v10-topk-declaring-one-named-output": ir(10, 'names="x"', 'names="values"', one_port=True),
 }
 
 
@@ -72,5 +90,5 @@ CASES = {
 def test_io_names_are_openvinos(tmp_path: Path, name: str) -> None:
     xml = tmp_path / "model.xml"
     xml.write_text(CASES[name])
-    (tmp_path / "model.bin").write_bytes(np.int64(1).tobytes())  # the Split's axis
+    (tmp_path / "model.bin").write_bytes(np.int64(1 if "split" in name else 2).tobytes())  # Split's axis, TopK's k
     assert_equivalent(xml, [np.arange(8, dtype=np.float32).reshape(2, 4) - 3])
