@@ -25,9 +25,10 @@ def find_unsupported(graph: Graph) -> list[UnsupportedOp]:
     """Every (type, version) without a converter, bodies included, with counts and example locations."""
     found: dict[tuple[str, str], list[Layer]] = {}
     for layer in graph.walk():
-        if layer.type_key in STRUCTURAL_TYPES:
-            continue
-        if registry.lookup_layer(layer) is None:
+        if layer.type_key in STRUCTURAL_TYPES:  # no converter to look up, but a version OpenVINO must know
+            if layer.version and registry.opset_problem(layer.type, layer.version) is not None:
+                found.setdefault((layer.type, layer.version), []).append(layer)
+        elif registry.lookup_layer(layer) is None:
             found.setdefault((layer.type, layer.version or "no version"), []).append(layer)
     return [UnsupportedOp(t, v, len(ls), tuple(layer.where() for layer in ls[:3]), _reason(t, v))
             for (t, v), ls in sorted(found.items())]

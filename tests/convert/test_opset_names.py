@@ -57,3 +57,23 @@ def test_cli_exit_code(tmp_path: Path) -> None:
 def test_any_known_opset_holding_the_type_is_accepted(tmp_path: Path, version: str) -> None:
     xml = _ir(tmp_path, version)
     assert_equivalent(xml, [np.arange(6, dtype=np.float32).reshape(2, 3) / 10])
+
+
+@pytest.mark.parametrize(("layer_type", "version", "refused"), [
+    ("Parameter", "wrongOpset", True), ("Result", "opset999", True), ("Const", "opsetX", True),
+    ("Result", "opset17", True), ("Parameter", "opset17", False), ("Const", "opset16", False)])
+def test_structural_layers_versions_are_checked_like_openvino(tmp_path: Path, layer_type: str, version: str,
+                                                               refused: bool) -> None:
+    """Parameter, Result and Const have no converter to look up, but OpenVINO's reader checks their versions too."""
+    xml = save_ir(loop_model(3, True), tmp_path)
+    text = xml.read_text()
+    changed = text.replace(f'type="{layer_type}" version="opset1"', f'type="{layer_type}" version="{version}"', 1)
+    assert changed != text
+    xml.write_text(changed)
+    if not refused:
+        assert_equivalent(xml, [np.arange(6, dtype=np.float32).reshape(2, 3) / 10])
+        return
+    with pytest.raises(RuntimeError):
+        ov.Core().read_model(str(xml))
+    with pytest.raises(UnsupportedOpsError, match=rf"{layer_type} \({version}\) x1: .*line \d+"):
+        ir2onnx.convert(xml)
