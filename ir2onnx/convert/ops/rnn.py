@@ -32,16 +32,17 @@ def reorder_gates(ctx: LayerContext, value: ir.Value, order: Sequence[int], arr:
 
 
 def _activations(ctx: LayerContext, defaults: list[str]) -> dict[str, object]:
+    """ONNX activations of one direction. OpenVINO reads the first f, g(, h) of the list for every direction
+    (OpenVINO's ONNX frontend writes a bidirectional node's list once per direction: "relu, relu"), and none of
+    its activations (sigmoid, tanh, relu) takes the alpha/beta parameters."""
     acts = ctx.attr_strs("activations", defaults)
+    if len(acts) < len(defaults):
+        raise ctx.error(f"{len(acts)} activation(s) given, the cell needs {len(defaults)}")
+    acts = acts[:len(defaults)]
     unknown = [a for a in acts if a.lower() not in _ACTIVATIONS]
     if unknown:
         raise ctx.error(f"activation(s) {unknown} are not supported")
     attrs: dict[str, object] = {"activations": [_ACTIVATIONS[a.lower()] for a in acts]}
-    alpha, beta = ctx.attr_floats("activations_alpha", []), ctx.attr_floats("activations_beta", [])
-    if alpha:
-        attrs["activation_alpha"] = alpha
-    if beta:
-        attrs["activation_beta"] = beta
     clip = ctx.attr_float("clip", 0.0)
     if clip > 0:
         attrs["clip"] = clip
@@ -175,8 +176,8 @@ def _sequence(ctx: LayerContext, op: str, gates: int, order: Sequence[int], has_
            b.op("Transpose", [h0], perm)]
     if c0 is not None:
         ins.append(b.op("Transpose", [c0], perm))
-    if direction == "bidirectional":  # ONNX lists activations (and their alpha/beta) once per direction
-        attrs = {k: list(v) * 2 if k.startswith("activation") else v for k, v in attrs.items()}  # type: ignore[call-overload]
+    if direction == "bidirectional":  # ONNX lists activations once per direction
+        attrs = {k: list(v) * 2 if k == "activations" else v for k, v in attrs.items()}  # type: ignore[call-overload]
     all_attrs = {"hidden_size": hidden, "direction": _DIRECTIONS[direction], **attrs}
     outs = _emit(ctx, op, ins, all_attrs, 3 if has_c else 2)
     y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})

@@ -77,6 +77,19 @@ for direction, dirs in (("forward", 1), ("reverse", 1), ("bidirectional", 2)):
             x, h, n, c(k, HS, IN), c(k, HS, HS), c(k, HS), HS, d),
             _seq_inputs(dirs, False), values=_seq_values(dirs, False)),
     ]
+# OpenVINO's ONNX frontend lists a bidirectional node's activations once per direction; OpenVINO reads the first f,
+# g(, h) for both directions (the second "tanh" of the RNN is ignored, as OpenVINO does)
+SEQUENCES += [
+    Case("rnn-sequence-bidirectional-listed-per-direction", lambda x, h, n: ops.rnn_sequence(
+        x, h, n, c(2, HS, IN), c(2, HS, HS), c(2, HS), HS, "bidirectional", ["relu", "tanh"]),
+        _seq_inputs(2, False), values=_seq_values(2, False)),
+    Case("gru-sequence-bidirectional-listed-per-direction", lambda x, h, n: ops.gru_sequence(
+        x, h, n, c(2, 3 * HS, IN), c(2, 3 * HS, HS), c(2, 3 * HS), HS, "bidirectional",
+        ["sigmoid", "relu", "sigmoid", "relu"]), _seq_inputs(2, False), values=_seq_values(2, False)),
+    Case("lstm-sequence-bidirectional-listed-per-direction", lambda x, h, cc, n: ops.lstm_sequence(
+        x, h, cc, n, c(2, 4 * HS, IN), c(2, 4 * HS, HS), c(2, 4 * HS), HS, "bidirectional",
+        ["sigmoid", "tanh", "relu"] * 2), _seq_inputs(2, True), values=_seq_values(2, True)),
+]
 SEQUENCES.append(Case("gru-sequence-plain-bias", lambda x, h, n: ops.gru_sequence(
     x, h, n, c(1, 3 * HS, IN), c(1, 3 * HS, HS), c(1, 3 * HS), HS, "forward"), _seq_inputs(1, False),
     values=_seq_values(1, False)))
