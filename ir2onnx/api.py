@@ -125,8 +125,7 @@ def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = No
         onnx_model = convert(xml_path, bin_path, opset=opset, device=device)
     model = onnx_model if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
     if inputs is not None and not isinstance(inputs, Mapping):
-        header = onnx.load(model, load_external_data=False) if isinstance(model, str) else model
-        inputs = load_inputs(os.fspath(inputs), header)
+        inputs = load_inputs(os.fspath(inputs))
     return run_check(os.fspath(xml_path), model, bin_path=os.fspath(bin_path) if bin_path else None,
                      inputs=inputs, device=device, rtol=rtol, atol=atol, seed=seed, timeout=timeout,
                      layerwise=layerwise)

@@ -154,20 +154,44 @@ def _range(u: Use, fallback_limit: int) -> tuple[int, int] | None:
     return None
 
 
-def load_inputs(path: str, model: onnx.ModelProto) -> dict[str, np.ndarray]:
-    """Inputs from an .npz keyed by input name; missing, unknown or misshapen entries are named in the error."""
+def load_inputs(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz by key (validated against the model by `validate_inputs`)."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            given = {k: np.asarray(data[k]) for k in data.files}
+            return {k: np.asarray(data[k]) for k in data.files}
     except (OSError, ValueError) as e:
         raise CheckError(f"cannot read inputs file {path}: {e}") from None
-    return validate_inputs(given, model)
 
 
-def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto) -> dict[str, np.ndarray]:
+def input_aliases(ir_model: IRModel) -> dict[str, str]:
+    """Every name OpenVINO accepts for an input (its tensor's names; the layer name too) -> the ONNX input's name."""
+    from ir2onnx.convert.model import input_aliases as names_of
+    from ir2onnx.convert.model import input_name
+
+    legacy = ir_model.ir_version == 10
+    out: dict[str, str] = {}
+    for p in ir_model.graph.parameters:
+        name = input_name(p, legacy)
+        for alias in sorted(names_of(p, legacy) | {p.name}):
+            out.setdefault(alias, name)
+    return out
+
+
+def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto,
+                    aliases: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
+    """`given` keyed by the ONNX model's input names, or by another of an input's names in `aliases` (what
+    OpenVINO accepts for it); missing, unknown, doubly given or misshapen entries are named in the error."""
     specs = input_specs(model, optional=True)
     names = [s[0] for s in specs]
     problems = []
+    if aliases:
+        renamed: dict[str, np.ndarray] = {}
+        for key, value in given.items():
+            name = key if key in names else aliases.get(key, key)
+            if name in renamed:
+                problems.append(f"input {name} given twice (as {name} or one of its other names, and as {key})")
+            renamed[name] = value
+        given = renamed
     optional = {vi.name for vi in model.graph.input if vi.type.HasField("optional_type")}
     missing = [n for n in names if n not in given and n not in optional]
     unknown = [k for k in given if k not in names]
@@ -197,5 +221,5 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
     return default_inputs(model, None, None, seed)[0]
 
 
-__all__: Sequence[str] = ["default_inputs", "describe", "input_specs", "load_inputs", "random_inputs",
-                          "validate_inputs"]
+__all__: Sequence[str] = ["default_inputs", "describe", "input_aliases", "input_specs", "load_inputs",
+                          "random_inputs", "validate_inputs"]

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from ir2onnx.check.compare import compare_output
-from ir2onnx.check.inputs import default_inputs, describe, validate_inputs
+from ir2onnx.check.inputs import default_inputs, describe, input_aliases, validate_inputs
 from ir2onnx.check.isolate import DEFAULT_TIMEOUT, Job, RunResult, RuntimeFailure, run_jobs
 from ir2onnx.check.onnx_edit import equivalent_branch_ifs, forced_branches
 from ir2onnx.check.onnxruntime_run import PROVIDERS, cuda_available, cuda_unavailable_reason, require_onnxruntime
@@ -113,7 +113,7 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
         proto = onnx_file.proto
         notes: list[str] = []
         if inputs is not None:
-            feed = validate_inputs(inputs, proto)
+            feed = validate_inputs(inputs, proto, input_aliases(ir_model))
             infos = describe(feed, "given")
         else:
             feed, infos_list, notes = default_inputs(proto, ir_model, weights, seed)

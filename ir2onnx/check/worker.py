@@ -201,10 +201,11 @@ def _any_name(port: Any) -> str | None:
 
 
 def port_name(port: Any) -> str:
-    """An OpenVINO input's name as ir2onnx names the ONNX input: its tensor's name, or for an IR whose ports carry
-    no names (OpenVINO then has none to give) its Parameter's layer name."""
-    name = _any_name(port)
-    return name if name is not None else str(port.get_node().get_friendly_name())
+    """An OpenVINO input's name as ir2onnx names the ONNX input (convert/model.py `input_name`): its Parameter's
+    name when that is one of its tensor's names, else its tensor's name, else (no names) the Parameter's name."""
+    layer = str(port.get_node().get_friendly_name())
+    names = port.get_names()
+    return layer if layer in names or not names else str(port.get_any_name())
 
 
 def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:

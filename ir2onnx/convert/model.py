@@ -58,11 +58,18 @@ def newest_opset() -> int:
     return MIN_OPSET
 
 
+def input_aliases(p: Layer, legacy: bool = False) -> set[str]:
+    """The names OpenVINO gives a Parameter's tensor: its port's names and, in an IR v10 (`legacy`), the layer
+    name."""
+    return set(p.outputs[0].names if p.outputs else ()) | ({p.name} if legacy else set())
+
+
 def input_name(p: Layer, legacy: bool = False) -> str:
-    """OpenVINO's `get_any_name()` of a Parameter's tensor: the smallest of its names, among which OpenVINO counts
-    the layer name in an IR v10 (`legacy`); the layer name when the port has none."""
-    names = set(p.outputs[0].names if p.outputs else ()) | ({p.name} if legacy else set())
-    return min(names) if names else p.name
+    """The ONNX name of a Parameter: the layer name (the producer's name for the input) when it is one of the
+    tensor's names, else the smallest of them (OpenVINO's `get_any_name()`; an input whose tensor took another
+    name too, as where OpenVINO's frontend removed a Cast after it), else the layer name (a port without names)."""
+    names = input_aliases(p, legacy)
+    return p.name if p.name in names or not names else min(names)
 
 
 def output_name(graph: Graph, r: Layer, legacy: bool = False) -> str:

@@ -92,3 +92,22 @@ def test_io_names_are_openvinos(tmp_path: Path, name: str) -> None:
     xml.write_text(CASES[name])
     (tmp_path / "model.bin").write_bytes(np.int64(1 if "split" in name else 2).tobytes())  # Split's axis, TopK's k
     assert_equivalent(xml, [np.arange(8, dtype=np.float32).reshape(2, 4) - 3])
+
+
+def test_input_keeps_its_layer_name_and_the_check_takes_any_of_its_names(tmp_path: Path) -> None:
+    """OpenVINO's ONNX frontend, removing a Cast after an input, gives the input's tensor the Cast's output name
+    too ('/Cast_output_0,in1'): the ONNX input keeps the producer's name, the layer name, and the check's inputs
+    may use any name OpenVINO accepts for it."""
+    import ir2onnx
+    from ir2onnx.errors import CheckError
+
+    xml = tmp_path / "model.xml"
+    xml.write_text(ir(11, 'names="/Cast_output_0,in1"', 'names="out"'))
+    (tmp_path / "model.bin").write_bytes(b"")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) - 3
+    proto = assert_equivalent(xml, [x])
+    assert [i.name for i in proto.graph.input] == ["in1"]
+    for key in ("in1", "/Cast_output_0"):
+        assert ir2onnx.check(xml, proto, inputs={key: x}).passed
+    with pytest.raises(CheckError, match="given twice"):
+        ir2onnx.check(xml, proto, inputs={"in1": x, "/Cast_output_0": x})
