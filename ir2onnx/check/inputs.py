@@ -92,6 +92,11 @@ def _onnx_sizes(graph: onnx.GraphProto) -> set[int]:
     return sizes
 
 
+def _ml_float(dtype: np.dtype) -> bool:
+    """bfloat16 and the float8 types (ml_dtypes: numpy kind 'V')."""
+    return dtype.kind == "V" and dtype.name.startswith(("bfloat16", "float8"))
+
+
 def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: list[Use], fallback_limit: int,
            name: str, notes: list[str]) -> tuple[np.ndarray, str]:
     roles = {u.role for u in uses}
@@ -110,7 +115,7 @@ def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: li
                                                                 "seq_len")):
             ranges.append((u, r))
     if not ranges:
-        if dtype.kind == "f":
+        if dtype.kind == "f" or _ml_float(dtype):
             return np.asarray(rng.standard_normal(shape)).astype(dtype), "random normal"
         if dtype.kind in "iu":
             return rng.integers(*_GENERIC_INT, endpoint=True, size=shape).astype(dtype), "random in [0, 3]"
@@ -204,9 +209,14 @@ def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto,
         if name not in given:
             continue
         arr = np.asarray(given[name])
+        if arr.dtype.kind == "V" and arr.dtype != dtype and arr.dtype.itemsize == dtype.itemsize:
+            arr = arr.view(dtype)  # np.savez stores bfloat16 and float8 as raw bytes
         if arr.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, arr.shape)):
             problems.append(f"input {name}: shape {list(arr.shape)} does not fit {['?' if d is None else d for d in dims]}")
-        out[name] = np.asarray(arr.astype(dtype, copy=False))
+        try:
+            out[name] = np.asarray(arr.astype(dtype, copy=False))
+        except (TypeError, ValueError):
+            problems.append(f"input {name}: {arr.dtype} values cannot be converted to {dtype}")
     if problems:
         raise CheckError("; ".join(problems))
     return out

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ir2onnx.check.worker import PROVIDERS, ort_session, placement_of
+from ir2onnx.check.worker import PROVIDERS, ort_session, placement_of, run_session
 from ir2onnx.errors import CheckError
 
 __all__ = ["PROVIDERS", "cuda_available", "make_session", "placement_of", "run_onnxruntime"]
@@ -76,5 +76,4 @@ def make_session(model: onnx.ModelProto | str, device: str = "cpu", *, record_pl
 def run_onnxruntime(model: onnx.ModelProto | str, inputs: Mapping[str, np.ndarray],
                     device: str = "cpu") -> list[np.ndarray]:
     """Outputs in graph output order (in this process; the check runs it in a child process)."""
-    session = make_session(model, device)
-    return [np.asarray(o) for o in session.run(None, {k: np.asarray(v) for k, v in inputs.items()})]
+    return run_session(make_session(model, device), {k: np.asarray(v) for k, v in inputs.items()})

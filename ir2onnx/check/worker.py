@@ -19,6 +19,7 @@ import sys
 if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]  # this package's modules are not top-level modules
 
+import ctypes
 import json
 import traceback
 from pathlib import Path
@@ -88,6 +89,42 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False,
     return session
 
 
+def _native(dtype: np.dtype) -> bool:
+    """Whether onnxruntime's Python binding takes and returns arrays of `dtype` (not bfloat16 or float8)."""
+    return dtype.kind != "V" and dtype.name in np.sctypeDict
+
+
+def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """`session`'s outputs on `inputs`; bfloat16 and float8 inputs and outputs (ml_dtypes arrays, which the binding
+    refuses) go through OrtValues of the ONNX type, their bytes unchanged."""
+    import onnxruntime as ort
+
+    types = {a.type for a in (*session.get_inputs(), *session.get_outputs())}
+    if not types & _SPECIAL and all(_native(np.asarray(v).dtype) for v in inputs.values() if v is not None):
+        return [np.asarray(o) for o in session.run(None, inputs)]
+    from onnx import helper
+
+    feed = {}
+    for name, v in inputs.items():
+        a = np.ascontiguousarray(v).reshape(np.shape(v))  # (ascontiguousarray makes a scalar 1-d)
+        feed[name] = ort.OrtValue.ortvalue_from_numpy(a) if _native(a.dtype) else \
+            ort.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(f"u{a.dtype.itemsize}"),
+                                                           helper.np_dtype_to_tensor_dtype(a.dtype))
+    outs = []
+    for o in session.run_with_ort_values(None, feed):
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(o.element_type()))
+        if _native(dtype):
+            outs.append(np.asarray(o.numpy()))
+            continue
+        raw = (ctypes.c_uint8 * o.tensor_size_in_bytes()).from_address(o.data_ptr())
+        outs.append(np.frombuffer(raw, np.uint8).copy().view(dtype).reshape(o.shape()))
+    return outs
+
+
+_SPECIAL = {"tensor(bfloat16)", "tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)",
+            "tensor(float8e5m2fnuz)"}
+
+
 def placement_of(session: Any) -> dict[str, Any]:
     """Nodes per execution provider, and the nodes on the CPU ("OpType name"), from onnxruntime's record of its
     assignment (made after its graph optimisations; bodies included)."""
@@ -106,7 +143,7 @@ def placement_of(session: Any) -> dict[str, Any]:
 def _run_onnxruntime(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
     session = ort_session(job["model"], job["device"], record_placement=job.get("placement", False))
     names = [o.name for o in session.get_outputs()]
-    outs = [np.asarray(o) for o in session.run(None, inputs)]
+    outs = run_session(session, inputs)
     info: dict[str, Any] = {"names": names}
     if job.get("placement"):
         info["placement"] = placement_of(session)
@@ -114,6 +151,31 @@ def _run_onnxruntime(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tupl
 
 
 # ---- OpenVINO
+# OpenVINO's Python binding shows these types' tensors as float16 or uint8 arrays of their raw bits, and reads
+# ml_dtypes arrays as numbers to convert: they cross as raw bytes
+_OV_RAW = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+
+
+def _to_openvino(a: np.ndarray) -> Any:
+    import openvino as ov
+
+    ov_type = next((t for t, name in _OV_RAW.items() if name == a.dtype.name), None)
+    if ov_type is None:
+        return a
+    t = ov.Tensor(getattr(ov.Type, ov_type), ov.Shape(list(a.shape)))
+    t.data.view(np.uint8).reshape(-1)[:] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
+    return t
+
+
+def _from_openvino(t: Any) -> np.ndarray:
+    name = _OV_RAW.get(t.element_type.get_type_name())
+    if name is None:
+        return np.array(t.data)
+    import ml_dtypes
+
+    return np.array(t.data).view(np.uint8).view(getattr(ml_dtypes, name)).reshape(list(t.shape))
+
+
 def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
            states: dict[str, Any] | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Run `model` (inputs by parameter position); also return the values of the output ports in `extra`.
@@ -127,7 +189,7 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     for i, port in enumerate(extra):
         node = port.get_node()
         if node.get_type_name() == "Constant":
-            consts[i] = np.array(node.get_data())
+            consts[i] = _from_openvino(node.get_tensor_view())
         else:
             wanted.append((i, port))
     added = model.add_outputs([p for _, p in wanted]) if wanted else []
@@ -137,10 +199,11 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     states = states or {}
     variables = {v.name: v for v in request.query_state()}
     for vid, value in (states.get("given") or {}).items():
-        variables[vid].state = ov.Tensor(np.ascontiguousarray(value))
-    result = request.infer([np.asarray(a) for a in feed])
-    values = [np.array(result[out]) for out in compiled.outputs]
-    stored = [np.array(variables[vid].state.data) for vid in states.get("stored") or []]
+        given = _to_openvino(np.asarray(value))
+        variables[vid].state = given if isinstance(given, ov.Tensor) else ov.Tensor(given)
+    request.infer([_to_openvino(np.asarray(a)) for a in feed])
+    values = [_from_openvino(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]
+    stored = [_from_openvino(variables[vid].state) for vid in states.get("stored") or []]
     extra_values: list[np.ndarray] = [np.empty(0)] * len(extra)
     for (i, _), j in zip(wanted, positions):
         extra_values[i] = values[j]

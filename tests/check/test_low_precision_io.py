@@ -1,0 +1,61 @@
+"""The check runs models whose inputs or outputs are bfloat16: both runtimes' Python bindings take such arrays only
+as raw bytes of their type (onnxruntime refuses ml_dtypes arrays, OpenVINO reads them as numbers to convert and
+shows its results as float16 bits), default inputs are random numbers, and an .npz stores them as raw bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
+
+import ir2onnx
+from ir2onnx.check.inputs import default_inputs
+from ir2onnx.ir import load
+from tests.utils import save_ir
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _bf16_in(tmp_path: Path) -> Path:
+    x = ops.parameter([2, 3], ov.Type.bf16, name="x")
+    return save_ir(ov.Model([ops.tanh(x)], [x]), tmp_path)
+
+
+def _bf16_out(tmp_path: Path) -> Path:
+    x = ops.parameter([2, 3], np.float32, name="x")
+    return save_ir(ov.Model([ops.convert(ops.tanh(x), ov.Type.bf16)], [x]), tmp_path)
+
+
+def test_bf16_input_default_values_are_random_and_the_check_passes(tmp_path: Path) -> None:
+    xml = _bf16_in(tmp_path)
+    model, weights = load(str(xml))
+    proto = ir2onnx.convert(xml)
+    feed, infos, _ = default_inputs(proto, model, weights, 0)
+    assert feed["x"].dtype == BF16 and np.unique(feed["x"].astype(np.float32)).size == 6
+    assert infos[0].source == "random normal"
+    report = ir2onnx.check(xml, proto)
+    assert report.passed, report
+    assert report.outputs[0].max_abs_error == 0.0  # one rounding of tanh to bf16 in both
+
+
+def test_bf16_outputs_are_compared_as_bf16(tmp_path: Path) -> None:
+    xml = _bf16_out(tmp_path)
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    report = ir2onnx.check(xml, inputs={"x": x})
+    assert report.passed, report
+    assert report.outputs[0].dtype == "bfloat16" and report.outputs[0].max_abs_error == 0.0
+
+
+def test_bf16_inputs_from_an_npz(tmp_path: Path) -> None:
+    """np.savez keeps bfloat16 as raw 2-byte records ('V2'); they are read back as bfloat16."""
+    xml = _bf16_in(tmp_path)
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3).astype(BF16)
+    np.savez(tmp_path / "in.npz", x=x)
+    with np.load(tmp_path / "in.npz") as data:
+        assert data["x"].dtype.kind == "V"
+    report = ir2onnx.check(xml, inputs=tmp_path / "in.npz")
+    assert report.passed, report
+    assert report.inputs[0].dtype == "bfloat16"
