@@ -196,7 +196,10 @@ def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     if shape is None:
         return None
     axis = _axis(node, 0, len(shape))
-    sizes = const_ints(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+    given = len(node.inputs) > 1 and node.inputs[1] is not None
+    sizes = const_ints(node.inputs[1]) if given else None
+    if given and sizes is None:
+        return None  # sizes known only at run time: not equal parts
     if sizes is None:
         n = len(node.outputs)
         if "num_outputs" in node.attributes or shape[axis] % n:

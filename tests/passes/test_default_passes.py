@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.convert.control_flow.builders import ti_accumulate
@@ -21,3 +23,16 @@ def test_dead_body_nodes_removed_and_results_unchanged(tmp_path: Path) -> None:
     for a, b in zip(run_onnxruntime(plain, feed), run_onnxruntime(optimized, feed)):
         np.testing.assert_array_equal(a, b)
     assert [o.name for o in plain.graph.output] == [o.name for o in optimized.graph.output]
+
+
+def test_shape_of_a_split_with_run_time_sizes(tmp_path: Path) -> None:
+    """ONNX's rotary embedding through OpenVINO: a VariadicSplit whose lengths are computed ([8, 0]) and the shape
+    of its first part, which the shape folding took for an equal split ([2, 4] instead of [2, 8])."""
+    x = ops.parameter([2, 8], np.float32, name="x")
+    width = ops.gather(ops.shape_of(x), ops.constant(np.array([1], np.int64)), ops.constant(np.int64(0)))
+    parts = ops.variadic_split(x, ops.constant(np.int64(1)), ops.concat([width, ops.constant(np.array([0],
+                                                                                                       np.int64))], 0))
+    first = parts.output(0)
+    y = ops.reshape(ops.multiply(first, ops.constant(np.float32(2))), ops.shape_of(first), False)
+    xml = save_ir(ov.Model([y, ops.shape_of(first)], [x]), tmp_path)
+    assert_equivalent(xml, rng_inputs([((2, 8), np.float32)]))

@@ -59,9 +59,10 @@ def _outputs(op: str, inputs: list[ir.Value], n: int = 1, **attrs: object) -> li
     ([(2, 12)], 5, {"axis": 1}, [None] * 5),  # 12 is no multiple of 5
     ([(2, 12), [4, 4]], 2, {"axis": 1}, [None, None]),  # sizes that do not add up
     ([("b", 12), [6, 6]], 2, {"axis": 1}, [None, None]),
+    ([(2, 12), "run time"], 2, {"axis": 1}, [None, None]),  # sizes given, but not constant: not equal parts
 ])
 def test_split(inputs: list, n: int, attrs: dict, expected: list) -> None:
-    values = [_value(inputs[0])] + [_const(v) for v in inputs[1:]]
+    values = [_value(inputs[0])] + [_value((n,)) if v == "run time" else _const(v) for v in inputs[1:]]
     assert _outputs("Split", values, n, **attrs) == expected
 
 
