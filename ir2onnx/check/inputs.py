@@ -94,7 +94,7 @@ def _onnx_sizes(graph: onnx.GraphProto) -> set[int]:
 
 def _ml_float(dtype: np.dtype) -> bool:
     """bfloat16 and the float8 types (ml_dtypes: numpy kind 'V')."""
-    return dtype.kind == "V" and dtype.name.startswith(("bfloat16", "float8"))
+    return dtype.name.startswith(("bfloat16", "float8"))
 
 
 def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: list[Use], fallback_limit: int,

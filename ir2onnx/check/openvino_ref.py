@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ir2onnx.check.worker import F32_CONFIG, port_name
+from ir2onnx.check.worker import F32_CONFIG, from_openvino, port_name, to_openvino
 from ir2onnx.errors import CheckError
 
 
@@ -33,5 +33,5 @@ def run_openvino(xml_path: str, inputs: Sequence[np.ndarray] | Mapping[str, np.n
     else:
         feed = [np.asarray(v) for v in inputs]
     request = compiled.create_infer_request()  # fresh request: reused ones keep stale Loop output shapes
-    result = request.infer(feed)
-    return [np.array(result[out]) for out in compiled.outputs]
+    request.infer([to_openvino(a) for a in feed])
+    return [from_openvino(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]

@@ -31,6 +31,12 @@ F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
 _SKIP_TYPES = ("Parameter", "Constant", "Result", "Assign")  # an Assign's output is its input; OpenVINO cannot expose it
 
 
+def _native(dtype: np.dtype) -> bool:
+    """Whether `dtype` is numpy's own (not an ml_dtypes type such as bfloat16 or float8, which .npz files and
+    onnxruntime's binding do not take; float8_e5m2 even claims numpy's kind 'f')."""
+    return dtype.type.__module__ == "numpy" and dtype.name in np.sctypeDict
+
+
 # ---- arrays in and out (ml_dtypes types such as bfloat16 travel as raw bytes with their type name)
 def save_arrays(path: Path, arrays: list[np.ndarray]) -> list[str]:
     dtypes = []
@@ -38,7 +44,7 @@ def save_arrays(path: Path, arrays: list[np.ndarray]) -> list[str]:
     for i, a in enumerate(arrays):
         a = np.asarray(a)
         dtypes.append(a.dtype.name)
-        if a.dtype.kind == "V" or a.dtype.name not in np.sctypeDict:
+        if not _native(a.dtype):
             a = a.view(f"u{a.dtype.itemsize}")
         raw[f"a{i}"] = a
     np.savez(path, **raw)
@@ -89,9 +95,6 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False,
     return session
 
 
-def _native(dtype: np.dtype) -> bool:
-    """Whether onnxruntime's Python binding takes and returns arrays of `dtype` (not bfloat16 or float8)."""
-    return dtype.kind != "V" and dtype.name in np.sctypeDict
 
 
 def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -156,7 +159,7 @@ def _run_onnxruntime(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tupl
 _OV_RAW = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
-def _to_openvino(a: np.ndarray) -> Any:
+def to_openvino(a: np.ndarray) -> Any:
     import openvino as ov
 
     ov_type = next((t for t, name in _OV_RAW.items() if name == a.dtype.name), None)
@@ -167,7 +170,7 @@ def _to_openvino(a: np.ndarray) -> Any:
     return t
 
 
-def _from_openvino(t: Any) -> np.ndarray:
+def from_openvino(t: Any) -> np.ndarray:
     name = _OV_RAW.get(t.element_type.get_type_name())
     if name is None:
         return np.array(t.data)
@@ -189,7 +192,7 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     for i, port in enumerate(extra):
         node = port.get_node()
         if node.get_type_name() == "Constant":
-            consts[i] = _from_openvino(node.get_tensor_view())
+            consts[i] = from_openvino(node.get_tensor_view())
         else:
             wanted.append((i, port))
     added = model.add_outputs([p for _, p in wanted]) if wanted else []
@@ -199,11 +202,11 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
     states = states or {}
     variables = {v.name: v for v in request.query_state()}
     for vid, value in (states.get("given") or {}).items():
-        given = _to_openvino(np.asarray(value))
+        given = to_openvino(np.asarray(value))
         variables[vid].state = given if isinstance(given, ov.Tensor) else ov.Tensor(given)
-    request.infer([_to_openvino(np.asarray(a)) for a in feed])
-    values = [_from_openvino(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]
-    stored = [_from_openvino(variables[vid].state) for vid in states.get("stored") or []]
+    request.infer([to_openvino(np.asarray(a)) for a in feed])
+    values = [from_openvino(request.get_output_tensor(i)) for i in range(len(compiled.outputs))]
+    stored = [from_openvino(variables[vid].state) for vid in states.get("stored") or []]
     extra_values: list[np.ndarray] = [np.empty(0)] * len(extra)
     for (i, _), j in zip(wanted, positions):
         extra_values[i] = values[j]

@@ -58,6 +58,9 @@ def newest_opset() -> int:
     return MIN_OPSET
 
 
+_F8_OUTPUT = {"f8e4m3": ir.DataType.FLOAT8E4M3FN, "f8e5m2": ir.DataType.FLOAT8E5M2}
+
+
 def input_aliases(p: Layer, legacy: bool = False) -> set[str]:
     """The names OpenVINO gives a Parameter's tensor: its port's names and, in an IR v10 (`legacy`), the layer
     name."""
@@ -171,6 +174,9 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
         et = value_type(v)
         if legacy and et is not None:
             v = _cast(b, v, legacy_output_type(et))
+        elif et is not None and et.name in _F8_OUTPUT:  # held in f32 inside (builder.py), of its own type outside
+            b.require_opset(19, f"an output of type {et.name}")
+            v = b.cast(v, _F8_OUTPUT[et.name])
         if v in b.inputs and name == v.name and v not in taken:
             outputs.append(v)  # a Parameter returned as it is keeps its name
             taken.add(v)

@@ -59,3 +59,14 @@ def test_bf16_inputs_from_an_npz(tmp_path: Path) -> None:
     report = ir2onnx.check(xml, inputs=tmp_path / "in.npz")
     assert report.passed, report
     assert report.inputs[0].dtype == "bfloat16"
+
+
+def test_float8_outputs_keep_their_type(tmp_path: Path) -> None:
+    """Conversions to f8e4m3 / f8e5m2 (held in f32 inside the model) are outputs of their own ONNX type; float8_e5m2
+    arrays even claim numpy's kind 'f' and must still travel as raw bytes."""
+    x = ops.parameter([2, 3], np.float32, name="x")
+    xml = save_ir(ov.Model([ops.convert(ops.tanh(x), ov.Type.f8e4m3), ops.convert(x, ov.Type.f8e5m2)], [x]), tmp_path)
+    report = ir2onnx.check(xml)
+    assert report.passed, report
+    assert [o.dtype for o in report.outputs] == ["float8_e4m3fn", "float8_e5m2"]
+    assert [o.max_abs_error for o in report.outputs] == [0.0, 0.0]

@@ -29,6 +29,10 @@ def ss(begin, end, strides, **masks):  # type: ignore[no-untyped-def]
                                        m["bm"], m["em"], m["nm"], m["sm"], m["el"])
 
 
+F8_EDGES = np.concatenate([np.array([0.3, -1.7, 0.01, 3.14159, 1e-9, 2**-10, 2**-9 * 1.5, -0.0, np.inf, -np.inf, np.nan,
+                                     448, 449, 464, 465, 480, -480, 1e6, 57344, 57345, 61439, 61440, -61440, 65520]),
+                           np.random.default_rng(5).standard_normal(200) * 300]).astype(F)
+
 CASES = [
     *[Case(f"squeeze-15-skip-{'-'.join(map(str, a))}", lambda x, a=a: ops15.squeeze(x, const(a, I64), True),
            [((2, 1, 3, 1), F)]) for a in ([0, 1], [1, 3], [-1, 0], [2])],
@@ -50,6 +54,13 @@ CASES = [
         ov.op.Constant(ov.Type.bf16, ov.Shape([3]), [1.0, 2.5, -3.0]), np.float32)), ops.add(ops.convert(
             ov.op.Constant(ov.Type.u4, ov.Shape([3]), [1, 7, 15]), np.float32), ops.convert(
             ov.op.Constant(ov.Type.i4, ov.Shape([3]), [-1, 7, -8]), np.float32))), [((3,), F)]),
+    # to 8-bit floats at run time: through f16, nearest value, no saturation (NaN / infinity), the ties above the
+    # largest value (464 / 480 in f8e4m3, 61440 in f8e5m2) as OpenVINO rounds them
+    *[Case(f"convert-{np.dtype(src).name}-{t}", lambda a, t=t: ops.convert(ops.convert(a, getattr(ov.Type, t)), F),
+           [((F8_EDGES.size,), src)], values=[F8_EDGES.astype(src)])
+      for t in ("f8e4m3", "f8e5m2") for src in (F, np.float16)],
+    Case("convert-f8e4m3-output", lambda a: ops.convert(a, ov.Type.f8e4m3), [((F8_EDGES.size,), F)],
+         values=[F8_EDGES]),
     Case("convert-like", lambda a, b: ops.convert_like(a, b), [((2, 3), F), ((1,), I32)]),
     Case("reshape-special-zero", lambda a: ops.reshape(a, const([0, -1], I64), True), [X234]),
     Case("reshape-plain", lambda a: ops.reshape(a, const([4, 6], I64), False), [X234]),
