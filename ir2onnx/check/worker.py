@@ -95,6 +95,9 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False,
     return session
 
 
+# the ONNX types whose arrays onnxruntime's binding neither takes nor returns
+_SPECIAL = {"tensor(bfloat16)", "tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)",
+            "tensor(float8e5m2fnuz)"}
 
 
 def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -122,10 +125,6 @@ def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]
         raw = (ctypes.c_uint8 * o.tensor_size_in_bytes()).from_address(o.data_ptr())
         outs.append(np.frombuffer(raw, np.uint8).copy().view(dtype).reshape(o.shape()))
     return outs
-
-
-_SPECIAL = {"tensor(bfloat16)", "tensor(float8e4m3fn)", "tensor(float8e4m3fnuz)", "tensor(float8e5m2)",
-            "tensor(float8e5m2fnuz)"}
 
 
 def placement_of(session: Any) -> dict[str, Any]:
