@@ -6,7 +6,9 @@
   with Hardsigmoid), a bidirectional LSTM over the width and per-column class scores;
 - transformer_ocr: a convolutional stem and a transformer encoder whose attention is
   torch.nn.functional.scaled_dot_product_attention (OpenVINO's ScaledDotProductAttention), with a causal decoder
-  layer over embedded tokens.
+  layer over embedded tokens;
+- attention_kv: nn.MultiheadAttention with keys and values of their own widths, on run-time batch and lengths
+  (the keys' and values' lengths must be equal, which the IR does not say).
 
 Weights are random (seeded) and small; each model is saved twice where it matters: with f32 weights, and with the
 f16-compressed weights `openvino.save_model` writes by default (`*_f16`). Files go to tests/fixtures/net_<name>/:
@@ -168,15 +170,29 @@ class TransformerOCR(nn.Module):
         return self.out(self.decoder(self.embed(tokens), mem))
 
 
+class AttentionKV(nn.Module):
+    """Multi-head attention over keys and values of their own widths (kdim/vdim), batch first."""
+
+    def __init__(self, d: int = 24, heads: int = 2, kdim: int = 16, vdim: int = 20) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, kdim=kdim, vdim=vdim, batch_first=True)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.attn(q, k, v, need_weights=False)[0]
+
+
 CASES: dict[str, Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]] = {
     "shufflenet": lambda: (ShuffleNet(), (torch.randn(1, 3, 32, 32),)),
     "crnn_ocr": lambda: (CRNN(), (torch.randn(2, 1, 16, 40),)),
     "transformer_ocr": lambda: (TransformerOCR(), (torch.randn(1, 1, 16, 24), torch.randint(0, 11, (1, 5)))),
+    "attention_kv": lambda: (AttentionKV(), (torch.randn(2, 5, 24), torch.randn(2, 7, 16), torch.randn(2, 7, 20))),
 }
 COMPRESSED = {"shufflenet", "crnn_ocr"}  # also saved with f16-compressed weights
 # Exported to ONNX first and converted by OpenVINO's ONNX frontend (torch's hardsigmoid becomes ONNX HardSigmoid, as
 # in OCR models distributed as ONNX), saved as `<name>_onnx`.
-VIA_ONNX = {"crnn_ocr"}
+VIA_ONNX = {"crnn_ocr", "attention_kv"}
+# ONNX inputs' dynamic axes (named alike where they must be equal; the IR keeps only that they are dynamic)
+DYNAMIC_AXES = {"attention_kv": {"input0": {0: "B", 1: "L"}, "input1": {0: "B", 1: "S"}, "input2": {0: "B", 1: "S"}}}
 # Converted for a static input shape and passed through OpenVINO's offline (MOC) transformations, as Model Optimizer
 # did: they fuse ShuffleNet's reshape-transpose-reshape into ShuffleChannels.
 OFFLINE = {"shufflenet"}
@@ -206,7 +222,8 @@ def build(name: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "model.onnx"
             torch.onnx.export(model, args, str(path), opset_version=17, dynamo=False,
-                              input_names=[f"input{i}" for i in range(len(args))])
+                              input_names=[f"input{i}" for i in range(len(args))],
+                              dynamic_axes=DYNAMIC_AXES.get(name))
             _write(f"{name}_onnx", ov.convert_model(str(path)), args, outs, compress=False)
 
 

@@ -44,8 +44,9 @@ def input_specs(model: onnx.ModelProto, optional: bool = False) -> list[tuple[st
 
 
 def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: Weights | None,
-                   seed: int = 0) -> tuple[dict[str, np.ndarray], list[InputInfo], list[str]]:
-    """Inputs that exercise the model, what each one is, and notes on inputs that need --inputs."""
+                   seed: int = 0, uniform: bool = False) -> tuple[dict[str, np.ndarray], list[InputInfo], list[str]]:
+    """Inputs that exercise the model, what each one is, and notes on inputs that need --inputs (`uniform`: free
+    dimensions of one size, see `choose_dims`)."""
     from ir2onnx.convert.model import input_name
 
     rng = np.random.default_rng(seed)
@@ -64,9 +65,9 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
     if ov_shapes is not None and any(None in d for _, d in dim_specs):
         fixed, groups = ov_shapes.ties()
         shapes, shape_notes = choose_dims(dim_specs, ov_shapes.accepts, sorted(model_sizes), fixed, groups,
-                                          ov_shapes.bounds())
+                                          ov_shapes.bounds(), uniform)
     else:
-        shapes, shape_notes = choose_dims(dim_specs, onnx_accepts(model), sorted(model_sizes))
+        shapes, shape_notes = choose_dims(dim_specs, onnx_accepts(model), sorted(model_sizes), uniform=uniform)
     notes.extend(shape_notes)
     dynamic = [s for (n, _, dims) in specs for s, d in zip(shapes[n], dims) if d is None]
     fallback_limit = min(dynamic) if dynamic else 2

@@ -26,10 +26,13 @@ _MAX_CANDIDATES = 48
 
 def choose_dims(specs: Sequence[tuple[str, Dims]], accepts: Accepts, model_sizes: Sequence[int],
                 fixed: dict[Slot, int] | None = None, groups: Sequence[set[Slot]] = (),
-                bounds: dict[Slot, tuple[int, int | None]] | None = None) -> tuple[dict[str, list[int]], list[str]]:
+                bounds: dict[Slot, tuple[int, int | None]] | None = None,
+                uniform: bool = False) -> tuple[dict[str, list[int]], list[str]]:
     """Input name -> static shape, and notes about dimensions no accepted size was found for. `fixed`: sizes the
     weights require; `groups`: dimensions known to be equal; `bounds`: the IR's `lo..hi` range of a dimension (its
-    sizes are tried from `lo`, and only sizes inside it)."""
+    sizes are tried from `lo`, and only sizes inside it). Free dimensions get different sizes (a transposition
+    then shows), or with `uniform` one size (for models that need dimensions equal that shape inference cannot
+    tell: attention's keys and values, a mask and its sequence)."""
     current: dict[str, Dims] = {name: list(dims) for name, dims in specs}
     notes: list[str] = []
     slots = [(name, axis) for name, dims in specs for axis, d in enumerate(dims) if d is None]
@@ -40,7 +43,7 @@ def choose_dims(specs: Sequence[tuple[str, Dims]], accepts: Accepts, model_sizes
         slot = (name, axis)
         mates = [given[m] for g in groups if slot in g for m in g if m in given]
         first = [fixed[slot]] if fixed and slot in fixed else mates[:1]
-        default = DEFAULT_SIZES[fresh % len(DEFAULT_SIZES)]
+        default = DEFAULT_SIZES[0 if uniform else fresh % len(DEFAULT_SIZES)]
         if not first:
             fresh += 1
         candidates = _unique([*first, default, *chosen, *sorted(s for s in model_sizes if s > 1), 2, 1])
