@@ -1,7 +1,8 @@
 """Whole networks as users convert them (tests/fixtures/net_*, made by scripts/make_network_fixtures.py from PyTorch
 models through OpenVINO's PyTorch and ONNX frontends): a ShuffleNet with ShuffleChannels, CRNN text recognisers
 with HSigmoid/HardSigmoid, HSwish, AdaptiveAvgPool and a bidirectional LSTMSequence, a transformer recogniser with
-ScaledDotProductAttention; f32 and f16-compressed weights.
+ScaledDotProductAttention, multi-head attention over keys and values of their own widths on run-time shapes; f32
+and f16-compressed weights.
 
 Each converts, passes the ONNX checker, and matches OpenVINO on the IR (names, shapes, values) and PyTorch's own
 outputs stored beside it (f16-compressed weights: OpenVINO only, since the weights changed).
