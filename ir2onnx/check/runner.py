@@ -89,11 +89,14 @@ def model_states(proto: onnx.ModelProto) -> dict:
             "stored": [p["variable"] for p in pairs if p["output"]]}
 
 
+REFUSED = "OpenVINO could not run the IR on the check's inputs"
+
+
 def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> CheckError:
     """OpenVINO cannot run the IR on these inputs: the inputs are at fault, not the conversion."""
     hint = "" if given else " (default inputs; give suitable ones with --inputs)"
     extra = f"; {'; '.join(notes)}" if notes else ""
-    return CheckError(f"OpenVINO could not run the IR on the check's inputs{hint}: {e.reason}{extra}")
+    return CheckError(f"{REFUSED}{hint}: {e.reason}{extra}")
 
 
 def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | None = None,
@@ -123,21 +126,35 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
             notes.append("openvino is not installed: only onnxruntime ran, nothing was compared")
         common = {"reference": reference, "device": device, "inputs": tuple(infos),
                   "seed": None if inputs is not None else seed}
+        def uniform(refused: str | None) -> tuple[dict[str, np.ndarray], list[str], dict]:
+            """Default inputs whose free dimensions are all of one size (for models that need dimensions equal
+            that shape inference cannot tell), after OpenVINO refused the first ones (its message's last line)."""
+            feed2, infos2, notes2 = default_inputs(proto, ir_model, weights, seed, uniform=True)
+            last = [line.strip() for line in (refused or "").splitlines() if line.strip()][-1:]
+            notes2.append("OpenVINO refused default inputs with free dimensions of different sizes"
+                          f"{f' ({last[0]})' if last else ''}; they are all of one size")
+            return feed2, notes2, {**common, "inputs": tuple(infos2)}
+
         if layerwise and reference:
             from ir2onnx.check.layerwise import run_layerwise
 
-            return run_layerwise(ir_model, onnx_file, feed, notes, common, given=inputs is not None, rtol=rtol,
-                                 atol=atol, timeout=timeout, bin_path=bin_path)
+            def layers(f: Mapping[str, np.ndarray], n: list[str], c: dict) -> CheckReport:
+                return run_layerwise(ir_model, onnx_file, f, n, c, given=inputs is not None, rtol=rtol, atol=atol,
+                                     timeout=timeout, bin_path=bin_path)
+
+            try:
+                return layers(feed, notes, common)
+            except CheckError as e:
+                if inputs is not None or not str(e).startswith(REFUSED):
+                    raise
+                return layers(*uniform(None))
         ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout, states=model_states(proto))])[0] \
             if reference else None
         if isinstance(ref, RuntimeFailure) and inputs is None:  # free dimensions of one size, once
-            feed2, infos2, notes2 = default_inputs(proto, ir_model, weights, seed, uniform=True)
+            feed2, notes2, common2 = uniform(ref.reason)
             ref2 = run_jobs([ov_job(xml_path, bin_path, feed2, timeout, states=model_states(proto))])[0]
             if not isinstance(ref2, RuntimeFailure):
-                last = [line.strip() for line in ref.reason.splitlines() if line.strip()][-1:]
-                why = f"OpenVINO refused default inputs with free dimensions of different sizes ({''.join(last)})"
-                feed, ref, notes = feed2, ref2, [*notes2, f"{why}; they are all of one size"]
-                common["inputs"] = tuple(infos2)
+                feed, ref, notes, common = feed2, ref2, notes2, common2
         if isinstance(ref, RuntimeFailure):
             raise reference_failure(ref, notes, inputs is not None)
         if equivalent_branch_ifs(proto.graph):  # both forms, whichever the inputs' batch would pick

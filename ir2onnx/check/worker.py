@@ -293,10 +293,11 @@ def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[d
     state_job = job.get("states") or {}
     states = {"given": {vid: inputs[name] for name, vid in (state_job.get("inputs") or {}).items() if name in inputs},
               "stored": state_job.get("stored") or []}
+    names = [_any_name(o) for o in model.outputs]  # before _infer exposes layers: that names unnamed tensors
     outs, layer_values = _infer(core, model, feed, ports, states if not body_feeds else None)
     info["outputs"] = len(outs)
     if not body_feeds:  # the model's own outputs: their names, as OpenVINO gives them (None: it has none)
-        info["output_names"] = [_any_name(o) for o in model.outputs]
+        info["output_names"] = names
     info["layers"] = [list(k) for k in keys]
     info["body_feeds"] = len(body_feeds)
     return info, outs + layer_values + body_feeds
