@@ -179,9 +179,9 @@ F16_NOTE = ("the IR computes in f16, which OpenVINO's CPU plugin computes in f32
             "arithmetic unless converted with --f16-as-f32 (f16_as_f32=True), which computes as OpenVINO does")
 
 
-BF16_NOTE = ("the IR computes in bf16, which OpenVINO's CPU plugin runs in its own bf16 kernels and the model as f32 "
-             "arithmetic rounded to bf16 after every layer: differences of a few units of bf16's 8-bit precision are "
-             "expected (--rtol 1e-2)")
+BF16_NOTE = ("the IR computes in bf16, which OpenVINO's CPU plugin runs in its own bf16 kernels (or, on CPUs without "
+             "bf16 instructions, in f32 without rounding) and the model as f32 arithmetic rounded to bf16 after every "
+             "layer: differences of a few units of bf16's 8-bit precision are expected (--rtol 1e-2)")
 
 
 def _computes_in(graph: Graph, element_type: str) -> bool:

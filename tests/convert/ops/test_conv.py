@@ -45,11 +45,23 @@ for (name, sp, k, s, d, op, pb, pe, oshape), ap in itertools.product(GEOMETRY, [
     CASES.append(Case(f"group-deconv-{name}-{ap}", lambda x, s=s, out=out, pb=pb, pe=pe, d=d, ap=ap, op=op, k=k:
                       ops1.group_convolution_backprop_data(x, w(3, 2, 2, *k), s, out, pb, pe, d, ap, op),
                       [((1, 6) + sp, F)], rtol=1e-4, atol=1e-5))
+
+
+def _np_conv2d(x: np.ndarray, k: np.ndarray, strides: list[int], pads_begin: list[int], pads_end: list[int]) -> np.ndarray:
+    """Integer 2-D convolution in int64, cast back to the input's type (the cases' sums stay in its range)."""
+    xp = np.pad(x.astype(I64), [(0, 0), (0, 0), *zip(pads_begin, pads_end)])
+    windows = np.lib.stride_tricks.sliding_window_view(xp, k.shape[2:], axis=(2, 3))[:, :, ::strides[0], ::strides[1]]
+    return np.einsum("nchwij,ocij->nohw", windows, k.astype(I64)).astype(x.dtype)
+
+
 INT_VALUES = {I32: (-100, 100), np.int8: (-4, 4), np.uint8: (0, 9), I64: (-100, 100)}
 for dt, (lo, hi) in INT_VALUES.items():
+    # OpenVINO 2026.4's CPU plugin gets i8 x i8 convolutions of run-time weights wrong on some CPUs (an AMD EPYC with
+    # AVX2 and no AVX-512: 10 for 4, 26 for 19 in this case, no rule found; others give numpy's): compared with numpy
     CASES.append(Case(f"conv-{np.dtype(dt).name}", lambda x, k: ops1.convolution(x, k, [1, 2], [1, 0], [1, 1], [1, 1]),
                       [((1, 2, 5, 6), dt), ((3, 2, 3, 3), dt)],
-                      values=[RNG.integers(lo, hi, (1, 2, 5, 6)).astype(dt), RNG.integers(lo, hi, (3, 2, 3, 3)).astype(dt)]))
+                      values=[RNG.integers(lo, hi, (1, 2, 5, 6)).astype(dt), RNG.integers(lo, hi, (3, 2, 3, 3)).astype(dt)],
+                      expected=(lambda x, k: [_np_conv2d(x, k, [1, 2], [1, 0], [1, 1])]) if dt is np.int8 else None))
 CASES += [
     Case("conv-i8-saturates", lambda x: ops1.convolution(x, const(np.full((1, 1, 2, 2), 100), np.int8), [1, 1], [0, 0],
                                                          [0, 0], [1, 1]), [((1, 1, 3, 3), np.int8)],

@@ -141,7 +141,8 @@ CASES = _geom_cases() + [
          [((1, 1, 5, 5), U8)], values=[(np.arange(25) * 37 % 256).astype(U8).reshape(1, 1, 5, 5)], opset=19),
     Case("avgpool1-f64", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [1, 1], [2, 2], True, "ceil"), [((1, 1, 5, 5), F64)]),
     Case("avgpool14-bf16", lambda x: ops1.convert(ops14.avg_pool(ops1.convert(x, ov.Type.bf16), [2, 2], [1, 1],
-                                                                  [0, 0], [3, 3], False), F), [((1, 2, 6, 6), F)]),
+                                                                  [0, 0], [3, 3], False), F), [((1, 2, 6, 6), F)],
+         rtol=1e-2, atol=1e-2),  # bf16's precision: the plugin computes bf16 in bf16 or in f32, by CPU
 ]
 
 

@@ -123,7 +123,10 @@ for dtype, mode in itertools.product([F64, F16, BF16, np.int8, U8, I32, I64],
     # ORT's and the plugin's f32 linear/cubic differ in the last bits (one f16 step after the cast back)
     tol = {"rtol": 1e-4, "atol": 1e-5} if mode != "nearest" and dtype is F64 else \
         {"rtol": 2e-3, "atol": 1e-3} if mode != "nearest" and dtype is F16 else \
-        {"rtol": 1e-2, "atol": 1e-2} if mode != "nearest" and dtype is BF16 else {}
+        {"rtol": 1e-2, "atol": 6e-2} if dtype is BF16 else {}
+    # bf16: the plugin computes in bf16 on CPUs with bf16 instructions and elsewhere in f32 from the unrounded f32
+    # input (no rounding to bf16 at all); inputs up to 16 in magnitude round by up to 2^-5, which a cubic's weights
+    # (absolute sum below 1.5) carry to the output: the tolerance covers that and one rounding of the output
     # the Python API takes no bf16 arrays: bf16 comes from a Convert of an f32 input, and goes back to f32
     to_in = (lambda x: ops1.convert(x, "bf16")) if dtype is BF16 else (lambda x: x)
     to_out = (lambda y: ops1.convert(y, "f32")) if dtype is BF16 else (lambda y: y)
