@@ -56,3 +56,17 @@ def test_an_output_named_otherwise_than_in_openvino_fails(tmp_path: Path) -> Non
     proto.graph.output[0].name = proto.graph.node[-1].output[0] = "renamed"
     report = ir2onnx.check(xml, proto)
     assert not report.passed and "named 'y' in OpenVINO" in report.outputs[0].message
+
+
+def test_bf16_outputs_pass_within_one_unit_of_bf16() -> None:
+    """One unit of bf16 at the reference (2^-8 between 0.5 and 1, 2^-15 near 0.005) passes, two do not; f32
+    outputs keep the plain tolerance."""
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    ref = np.array([0.5625, -0.75, 0.005, 0.0], np.float32)
+    one = ref + np.array([2.0**-8, -(2.0**-8), 2.0**-15, 0.0], np.float32)
+    assert compare_output("y", one.astype(bf16), ref.astype(bf16), 1e-5, 1e-6).passed
+    two = ref + np.array([2.0**-7, 0.0, 0.0, 0.0], np.float32)
+    assert not compare_output("y", two.astype(bf16), ref.astype(bf16), 1e-5, 1e-6).passed
+    assert not compare_output("y", one, ref, 1e-5, 1e-6).passed
