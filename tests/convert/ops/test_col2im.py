@@ -20,7 +20,7 @@ import pytest
 
 import ir2onnx
 from ir2onnx.errors import LayerConversionError
-from tests.convert.ops.cases import Case, check_against, params, run_case
+from tests.convert.ops.cases import OPENVINO_BF16, Case, check_against, params, run_case
 from tests.convert.ops.handmade import Input, write_layer_ir
 from tests.utils import check_model
 
@@ -158,7 +158,7 @@ def _ov_bf16(x: np.ndarray) -> np.ndarray:
     return kept.view(ml_dtypes.bfloat16)
 
 
-@pytest.mark.skipif("BF16" not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"),
+@pytest.mark.skipif(not OPENVINO_BF16,
                     reason="OpenVINO's CPU plugin runs bf16 kernels only on CPUs with bf16 instructions (elsewhere it "
                            "computes bf16 layers in f32)")
 def test_openvino_bf16_col2im_rounds_every_sum() -> None:
