@@ -16,9 +16,10 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
     Rounding in a sum grows with its terms, not with the result: an output of magnitude ~100 from sums over hundreds
     of channels carries ~1e-4 of f32 rounding in both runtimes at its values near zero.
 
-    A bfloat16 output may also differ by one unit of bfloat16 at the reference value: OpenVINO's CPU plugin rounds
-    f32 to bf16 towards zero on CPUs without native bf16 (tanh(0.640625) = 0.56532 is 0.5625 there, numpy's
-    round-to-nearest and the model give 0.56640625), so any two close f32 results may land a unit apart."""
+    A bfloat16 output may also differ by one unit of bfloat16 at the reference value: on CPUs without bf16
+    instructions OpenVINO's CPU plugin rounds f32 to bf16 with its own conversion, which is not round-to-nearest
+    (tanh(0.640625) = 0.56532 is 0.5625 there; numpy and the model give 0.56640625), and two close f32 results may
+    land a unit apart anyway."""
     if ref is None:
         return OutputComparison(name, tuple(got.shape), None, str(got.dtype), None, None, True, "not compared")
     shape_ok = tuple(got.shape) == tuple(ref.shape)

@@ -40,13 +40,13 @@ def test_bf16_input_default_values_are_random_and_the_check_passes(tmp_path: Pat
     assert infos[0].source == "random normal"
     report = ir2onnx.check(xml, proto)
     assert report.passed, report
-    # tanh rounded once to bf16 in both; OpenVINO rounds towards zero on CPUs without native bf16: one unit apart
+    # tanh rounded once to bf16 in both; OpenVINO's own rounding on CPUs without bf16 instructions: a unit apart
     assert report.outputs[0].max_abs_error <= 2.0**-8
 
 
 def test_bf16_output_is_numpys_rounding_and_openvinos_within_a_unit(tmp_path: Path) -> None:
     """tanh(0.640625) = 0.565325: numpy's round-to-nearest bf16 is 0.56640625; OpenVINO's CPU plugin gives that or,
-    rounding towards zero where the CPU has no bf16 instructions, 0.5625. The model must give numpy's value."""
+    with its own rounding where the CPU has no bf16 instructions, 0.5625. The model must give numpy's value."""
     xml = _bf16_in(tmp_path)
     x = np.array([[0.640625, -0.53515625, 0.125], [1.5, -3.0, 0.0]], np.float32).astype(BF16)
     got = run_onnxruntime(ir2onnx.convert(xml), {"x": x})[0]
