@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -25,8 +26,12 @@ _F4E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1
 
 
 def needed_bytes(element_type: ElementType, shape: tuple[int, ...]) -> int:
+    """Bytes of a Const's data: whole groups of lcm(bits, 8) bits (u3 and u6 fill 3-byte groups of 8 and 4 values
+    even when the last group is partial; other types whole bytes)."""
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    return (count * element_type.bits + 7) // 8
+    group_bits = math.lcm(element_type.bits, 8)
+    per_group = group_bits // element_type.bits
+    return -(-count // per_group) * (group_bits // 8)
 
 
 class Weights:
@@ -81,6 +86,8 @@ def _unpack(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
     if et.bits == 2:  # four per byte, first element in the lowest two bits
         parts = [(raw >> s) & 0x3 for s in (0, 2, 4, 6)]
         return np.stack(parts, axis=-1).reshape(-1)[:count].astype(np.uint8)
+    if et.bits in (3, 6):  # 3-byte groups: the low 2 (u3) or 4 (u6) bits of each value, then their high bits
+        return _unpack_split(raw.reshape(-1, 3), {3: 2, 6: 4}[et.bits], et.bits)[:count]
     # 4-bit: two per byte, first element in the low nibble
     nibbles = np.stack([raw & 0x0F, raw >> 4], axis=-1).reshape(-1)[:count]
     if et.name == "u4":
@@ -92,3 +99,16 @@ def _unpack(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
     if et.name == "f4e2m1":
         return _F4E2M1[nibbles]
     raise IRReadError(f"unpacking element type {et.name} is not supported")
+
+
+def _unpack_split(groups: np.ndarray, low_bits: int, bits: int) -> np.ndarray:
+    """u3 / u6: each 3-byte group holds 8 / 4 values: two bytes of their low 2 / 4 bits, then one byte of their
+    remaining bits (1 / 2 each); first value in the most significant bits of each byte (OpenVINO's layout: u3
+    [0..7] is 1b 1b 0f, u6 [1, 2, 3, 63] is 12 3f 03)."""
+    def fields(b: np.ndarray, width: int) -> np.ndarray:
+        shifts = np.arange(8 - width, -1, -width).astype(np.uint8)
+        return ((b[..., None] >> shifts) & ((1 << width) - 1)).reshape(len(b), -1)
+
+    low = fields(groups[:, :2], low_bits)
+    high = fields(groups[:, 2:], bits - low_bits)
+    return ((high << low_bits) | low).reshape(-1).astype(np.uint8)

@@ -32,6 +32,8 @@ CASES: list[tuple[str, Any]] = [
     ("u4", np.array([1, 2, 3, 15, 7], np.uint8)),
     ("i4", np.array([-1, 2, -8, 7, 3], np.int8)),
     ("u2", np.array([0, 1, 2, 3, 3, 1], np.uint8)),
+    ("u3", np.array([0, 1, 2, 3, 4, 5, 6, 7, 5, 6, 7], np.uint8)),  # a partial second group of 8
+    ("u6", np.array([1, 2, 3, 63, 40], np.uint8)),  # a partial second group of 4
 ]
 
 
@@ -39,7 +41,7 @@ def _model_with_const(et: str, values: np.ndarray) -> Any:
     import openvino.opset13 as ops
 
     t = getattr(ov.Type, et)
-    if et in ("bf16", "u1", "u2", "u4", "i4"):
+    if et in ("bf16", "u1", "u2", "u3", "u4", "i4", "u6"):
         const = ov.op.Constant(t, ov.Shape(list(values.shape)), values.astype(np.float64).tolist())
     else:
         const = ov.op.Constant(values)

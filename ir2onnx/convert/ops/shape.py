@@ -14,10 +14,19 @@ from ir2onnx.ir.element_types import ElementType
 _F8 = {"f8e4m3": ir.DataType.FLOAT8E4M3FN, "f8e5m2": ir.DataType.FLOAT8E5M2}
 
 
+# run-time conversions to these OpenVINO's CPU plugin cannot run (u1: the process aborts; u3, u6: refused at
+# compilation), so no result is known to match
+_NO_RUNTIME_CONVERSION = ("u1", "u3", "u6")
+
+
 @converter("Convert", "opset1")
 def convert(ctx: LayerContext) -> ir.Value:
+    """To u2: the 8-bit conversion's low two bits (OpenVINO 2026.4's CPU plugin, from every source type: 7 -> 3,
+    -3 -> 253 -> 1, 300 -> 44 -> 0); to u4/i4: the 8-bit conversion, unmasked, as the plugin holds them."""
     et = ctx.attr_type("destination_type")
     x = ctx.inputs[0]
+    if et.name in _NO_RUNTIME_CONVERSION and ctx.input_type(0).name != et.name:
+        raise ctx.error(f"a run-time conversion to {et.name} (OpenVINO's CPU plugin cannot run one either)")
     if ctx.input_type(0).name == "f64" and et.numpy.kind in "iu":
         out = _f64_to_int(ctx, x, et)
     elif et.name in _F8 and ctx.input_type(0).name != et.name:
@@ -26,6 +35,8 @@ def convert(ctx: LayerContext) -> ir.Value:
         if ctx.input_type(0).name == "f64" and et.name != "f64":  # the CPU plugin holds f64 values in f32
             x = ctx.b.cast(x, ir.DataType.FLOAT)
         out = ctx.b.cast(x, onnx_dtype(et))
+    if et.name == "u2" and ctx.input_type(0).name != "u2":
+        out = ctx.b.op("Mod", [out, ctx.b.const(np.uint8(4))])
     set_value_type(out, et)
     return out
 

@@ -25,14 +25,14 @@ N, K, GROUP = 6, 16, 8
 
 def _const(et: str, values: np.ndarray) -> Any:
     t = getattr(ov.Type, et)
-    if et in ("u4", "i4"):
+    if et in ("u3", "u4", "i4", "u6"):
         return ov.op.Constant(t, ov.Shape(list(values.shape)), values.astype(np.float64).reshape(-1).tolist())
     return ops.constant(values.astype(t.to_dtype()))
 
 
 def _decompressed(et: str, zero_point: bool, group: bool, mid: Any = F16) -> Any:
     """The decompressed [N, K] f32 weight."""
-    lo, hi = {"u8": (0, 256), "i8": (-128, 128), "u4": (0, 16), "i4": (-8, 8)}[et]
+    lo, hi = {"u8": (0, 256), "i8": (-128, 128), "u4": (0, 16), "i4": (-8, 8), "u3": (0, 8), "u6": (0, 64)}[et]
     shape = (N, K // GROUP, GROUP) if group else (N, K)
     qshape = (N, K // GROUP, 1) if group else (N, 1)
     w = ops.convert(_const(et, RNG.integers(lo, hi, shape)), mid)
@@ -53,6 +53,9 @@ CASES = [
     ("u4-sym-per-channel", "u4", False, False, F16),
     ("i4-sym-group", "i4", False, True, F16),
     ("i4-asym-group-f32", "i4", True, True, F),
+    # 3- and 6-bit weights (OpenVINO's u3/u6: 3-byte groups of 8 / 4 values) are unpacked to uint8
+    ("u3-asym-group", "u3", True, True, F16),
+    ("u6-asym-per-channel", "u6", True, False, F16),
 ]
 
 
@@ -68,7 +71,7 @@ def test_decompression_matches_openvino_and_stays_compact(tmp_path: Path, name: 
     xml = save_ir(_model(et, zp, group, mid), tmp_path)
     proto = assert_equivalent(xml, rng_inputs([((2, K), F)]), rtol=1e-3, atol=1e-3)
     want = {"u8": onnx.TensorProto.UINT8, "i8": onnx.TensorProto.INT8, "u4": onnx.TensorProto.UINT4,
-            "i4": onnx.TensorProto.INT4}[et]
+            "i4": onnx.TensorProto.INT4, "u3": onnx.TensorProto.UINT8, "u6": onnx.TensorProto.UINT8}[et]
     weights = [t for t in proto.graph.initializer if t.dims and int(np.prod(t.dims)) == N * K]
     assert [t.data_type for t in weights] == [want]
     assert count_ops(proto, "DequantizeLinear") == 0

@@ -21,6 +21,8 @@ from tests.convert.ops.reference import run_against_numpy
 F, F16, I32, I64, B = np.float32, np.float16, np.int32, np.int64, np.bool_
 X234 = ((2, 3, 4), F)
 
+U2_IN = np.array([0, 1.4, 2.6, 3.5, 7, 9, 63, 70, -3, -0.5, 255, 256, 300, 1000, -300, 5.99, 6.5, -70000])
+
 
 def ss(begin, end, strides, **masks):  # type: ignore[no-untyped-def]
     n = len(begin)
@@ -34,7 +36,7 @@ F8_EDGES = np.concatenate([np.array([0.3, -1.7, 0.01, 3.14159, 1e-9, 2**-10, 2**
                            np.random.default_rng(5).standard_normal(200) * 300]).astype(F)
 
 def _as(a: np.ndarray, dtype: type) -> np.ndarray:
-    with np.errstate(over="ignore"):  # the edges beyond f16's range become infinities on purpose
+    with np.errstate(over="ignore", invalid="ignore"):  # the edges beyond f16's range become infinities on purpose
         return a.astype(dtype)
 
 
@@ -64,6 +66,9 @@ CASES = [
     *[Case(f"convert-{np.dtype(src).name}-{t}", lambda a, t=t: ops.convert(ops.convert(a, getattr(ov.Type, t)), F),
            [((F8_EDGES.size,), src)], values=[_as(F8_EDGES, src)])
       for t in ("f8e4m3", "f8e5m2") for src in (F, np.float16)],
+    # to u2 at run time: the 8-bit conversion's low two bits (wrapped, truncated, from every source type)
+    *[Case(f"convert-{np.dtype(src).name}-u2", lambda a: ops.convert(ops.convert(a, ov.Type.u2), F), [((U2_IN.size,), src)],
+           values=[_as(U2_IN, src)]) for src in (F, np.float16, np.float64, I64, np.int8, np.uint16)],
     Case("convert-f8e4m3-output", lambda a: ops.convert(a, ov.Type.f8e4m3), [((F8_EDGES.size,), F)],
          values=[F8_EDGES]),
     Case("convert-like", lambda a, b: ops.convert_like(a, b), [((2, 3), F), ((1,), I32)]),
@@ -219,3 +224,17 @@ def test_gather_axis_input(tmp_path: Path, case: Case, expected: Callable[..., l
     plugin refuses to compile a Gather whose axis is not a constant ("axis value is not set"), so numpy is the
     reference."""
     run_against_numpy(case, tmp_path, expected)
+
+
+@pytest.mark.parametrize("et", ["u1", "u3", "u6"])
+def test_runtime_conversion_openvino_cannot_run_is_refused(tmp_path: Path, et: str) -> None:
+    """OpenVINO's CPU plugin aborts the process on a run-time Convert to u1 and refuses u3/u6 at compilation: no
+    result is known to match, and the conversion says so, naming the layer."""
+    import ir2onnx
+    from ir2onnx.errors import LayerConversionError
+    from tests.utils import save_ir
+
+    x = ops.parameter([3], F, name="x")
+    xml = save_ir(ov.Model([ops.convert(ops.convert(x, getattr(ov.Type, et)), F)], [x]), tmp_path)
+    with pytest.raises(LayerConversionError, match=f"Convert.*a run-time conversion to {et}"):
+        ir2onnx.convert(xml)
