@@ -97,8 +97,8 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
                                   "limit of one ONNX file; use weights 'reference' or 'copy'")
     else:
         for v, t in zip(values, original):
-            if t.nbytes <= INLINE_BYTES:  # type: ignore[union-attr]
-                continue
+            if t.nbytes <= INLINE_BYTES or t.dtype == ir.DataType.STRING:  # type: ignore[union-attr]
+                continue  # (ONNX external data holds no strings)
             offset = _bin_offset(t, weights)
             if location is not None and offset is not None:
                 referenced.append((v, offset))

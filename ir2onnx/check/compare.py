@@ -28,6 +28,10 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
                                 "shape differs")
     if got.size == 0:
         return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), 0.0, 0.0, True)
+    if got.dtype.kind in "OUS" or ref.dtype.kind in "OUS":  # strings: equal, element by element
+        same = bool(np.all(np.asarray(got, dtype=str) == np.asarray(ref, dtype=str)))
+        return OutputComparison(name, tuple(got.shape), tuple(ref.shape), "string", 0.0 if same else 1.0,
+                                0.0 if same else 1.0, same, "" if same else "strings differ")
     exact = got.dtype.kind in "biu" or ref.dtype.kind in "biu"
     a = got.astype(np.float64)
     r = ref.astype(np.float64)

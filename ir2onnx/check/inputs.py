@@ -101,6 +101,9 @@ def _ml_float(dtype: np.dtype) -> bool:
 def _value(rng: np.random.Generator, dtype: np.dtype, shape: list[int], uses: list[Use], fallback_limit: int,
            name: str, notes: list[str]) -> tuple[np.ndarray, str]:
     roles = {u.role for u in uses}
+    if dtype.kind in "OU":  # ONNX strings
+        words = ["", "a", "ab", "xyz", "hello", "wörld", "日本", "a b"]
+        return np.array(rng.choice(words, size=shape), dtype=str), "random strings"
     if dtype.kind == "b":
         if "condition" in roles:
             return np.ones(shape, dtype=bool), "true (a loop's initial condition)"
@@ -215,7 +218,7 @@ def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto,
         if arr.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, arr.shape)):
             problems.append(f"input {name}: shape {list(arr.shape)} does not fit {['?' if d is None else d for d in dims]}")
         try:
-            out[name] = np.asarray(arr.astype(dtype, copy=False))
+            out[name] = np.asarray(arr, dtype=str) if dtype.kind == "O" else np.asarray(arr.astype(dtype, copy=False))
         except (TypeError, ValueError):
             problems.append(f"input {name}: {arr.dtype} values cannot be converted to {dtype}")
     if problems:

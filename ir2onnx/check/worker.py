@@ -34,7 +34,7 @@ _SKIP_TYPES = ("Parameter", "Constant", "Result", "Assign")  # an Assign's outpu
 def _native(dtype: np.dtype) -> bool:
     """Whether `dtype` is numpy's own (not an ml_dtypes type such as bfloat16 or float8, which .npz files and
     onnxruntime's binding do not take; float8_e5m2 even claims numpy's kind 'f')."""
-    return dtype.type.__module__ == "numpy" and dtype.name in np.sctypeDict
+    return dtype.kind in "OU" or (dtype.type.__module__ == "numpy" and dtype.name in np.sctypeDict)
 
 
 # ---- arrays in and out (ml_dtypes types such as bfloat16 travel as raw bytes with their type name)
@@ -43,6 +43,8 @@ def save_arrays(path: Path, arrays: list[np.ndarray]) -> list[str]:
     raw = {}
     for i, a in enumerate(arrays):
         a = np.asarray(a)
+        if a.dtype.kind == "O":  # strings (onnxruntime returns objects): saved as numpy's own, no pickling
+            a = a.astype(str)
         dtypes.append(a.dtype.name)
         if not _native(a.dtype):
             a = a.view(f"u{a.dtype.itemsize}")
@@ -107,7 +109,7 @@ def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]
 
     types = {a.type for a in (*session.get_inputs(), *session.get_outputs())}
     if not types & _SPECIAL and all(_native(np.asarray(v).dtype) for v in inputs.values() if v is not None):
-        return [np.asarray(o) for o in session.run(None, inputs)]
+        return [_strings_as_str(np.asarray(o)) for o in session.run(None, inputs)]
     from onnx import helper
 
     feed = {}
@@ -120,11 +122,16 @@ def run_session(session: Any, inputs: dict[str, np.ndarray]) -> list[np.ndarray]
     for o in session.run_with_ort_values(None, feed):
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(o.element_type()))
         if _native(dtype):
-            outs.append(np.asarray(o.numpy()))
+            outs.append(_strings_as_str(np.asarray(o.numpy())))
             continue
         raw = (ctypes.c_uint8 * o.tensor_size_in_bytes()).from_address(o.data_ptr())
         outs.append(np.frombuffer(raw, np.uint8).copy().view(dtype).reshape(o.shape()))
     return outs
+
+
+def _strings_as_str(a: np.ndarray) -> np.ndarray:
+    """onnxruntime's string outputs (objects) as numpy strings, as OpenVINO's are read (from_openvino)."""
+    return a.astype(str) if a.dtype.kind == "O" else a
 
 
 def placement_of(session: Any) -> dict[str, Any]:
@@ -161,6 +168,8 @@ _OV_RAW = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2
 def to_openvino(a: np.ndarray) -> Any:
     import openvino as ov
 
+    if a.dtype.kind in "OU":
+        return ov.Tensor(np.asarray(a, dtype=str))
     ov_type = next((t for t, name in _OV_RAW.items() if name == a.dtype.name), None)
     if ov_type is None:
         return a
@@ -170,6 +179,8 @@ def to_openvino(a: np.ndarray) -> Any:
 
 
 def from_openvino(t: Any) -> np.ndarray:
+    if t.element_type.get_type_name() == "string":
+        return np.asarray(t.str_data, dtype=str).reshape(list(t.shape))
     name = _OV_RAW.get(t.element_type.get_type_name())
     if name is None:
         return np.array(t.data)

@@ -20,7 +20,7 @@ _ET_TO_ONNX: dict[str, str] = {
     "boolean": "BOOL",
     # sub-byte and 8-bit float constants are unpacked/upcast when read (see onnx_dtype)
     "u1": "UINT8", "u2": "UINT8", "u3": "UINT8", "u4": "UINT8", "u6": "UINT8", "i4": "INT8", "nf4": "FLOAT", "f4e2m1": "FLOAT",
-    "f8e4m3": "FLOAT", "f8e5m2": "FLOAT",
+    "f8e4m3": "FLOAT", "f8e5m2": "FLOAT", "string": "STRING",
 }
 
 
@@ -133,7 +133,9 @@ class GraphBuilder:
     def initializer(self, array: np.ndarray, hint: str = "const") -> ir.Value:
         """A constant kept as an initializer of the main graph, wrapping `array` without copying it."""
         array = _onnx_compatible(array)
-        v = ir.Value(name=self.names.fresh(hint), const_value=ir.Tensor(array, name=None))
+        tensor = ir.StringTensor(array.reshape(-1), shape=ir.Shape(array.shape)) if array.dtype == object else \
+            ir.Tensor(array, name=None)  # strings: UTF-8 bytes objects
+        v = ir.Value(name=self.names.fresh(hint), const_value=tensor)
         v.const_value.name = v.name  # type: ignore[union-attr]
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
         v.shape = ir.Shape(array.shape)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ir2onnx.ir.infer import resolve
 from ir2onnx.ir.model import Graph, IRModel, Layer
-from ir2onnx.ir.validate import validate, validate_types
+from ir2onnx.ir.validate import check_strings, validate, validate_types
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import read_xml
 
@@ -17,6 +17,8 @@ def load(xml_path: str, bin_path: str | None = None) -> tuple[IRModel, Weights |
     has_consts |= model.pre_process is not None and any(m.blob is not None for m in model.pre_process.means)
     weights = Weights(model.bin_path) if has_consts and model.bin_path else None
     validate(model, weights.size if weights else None)
+    if weights is not None:
+        check_strings(model.graph, weights)
     model = resolve(model)
     validate_types(model)
     return model, weights

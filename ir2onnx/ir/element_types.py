@@ -53,6 +53,7 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _et("i4", 4, np.int8, packed=True),
         _et("nf4", 4, np.float32, packed=True),
         _et("f4e2m1", 4, np.float32, packed=True),
+        _et("string", 0, object),  # variable length: a block of offsets and UTF-8 bytes (weights.py); held as bytes
     )
 }
 

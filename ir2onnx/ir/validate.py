@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ir2onnx.errors import IRValidationError
+from ir2onnx.errors import IRReadError, IRValidationError
 from ir2onnx.ir.element_types import parse_element_type
 from ir2onnx.ir.model import Body, Graph, IRModel, Layer
-from ir2onnx.ir.weights import needed_bytes
+from ir2onnx.ir.weights import Weights, needed_bytes
 from ir2onnx.ir.xml_reader import parameter_shape, parse_shape
 
 _LOOP_TYPES = ("tensoriterator", "loop")
@@ -244,3 +244,16 @@ def _check_unmapped(where: str, what: str, body: Body, problems: list[str]) -> N
         if p.id not in mapped and p.id in read and (shape is None or None in shape):
             problems.append(f"{where}: {what} {p.where()} has no port_map input and a dynamic shape: OpenVINO feeds "
                             "such a Parameter zeros of its declared shape and cannot run this one either")
+
+
+def check_strings(graph: Graph, weights: Weights) -> None:
+    """String Consts' blocks (count, offsets, bytes) are whole: a broken one is named like any bad layer."""
+    problems = []
+    for layer in graph.walk():
+        if layer.const is not None and layer.const.element_type.name == "string":
+            try:
+                weights.array(layer.const)
+            except IRReadError as e:
+                problems.append(f"{layer.where()}: {e}")
+    if problems:
+        raise IRValidationError(problems)

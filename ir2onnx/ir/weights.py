@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import sys
@@ -27,8 +28,10 @@ _F4E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1
 
 def needed_bytes(element_type: ElementType, shape: tuple[int, ...]) -> int:
     """Bytes of a Const's data: whole groups of lcm(bits, 8) bits (u3 and u6 fill 3-byte groups of 8 and 4 values
-    even when the last group is partial; other types whole bytes)."""
+    even when the last group is partial; other types whole bytes). For strings, the header (count and offsets)."""
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if element_type.name == "string":
+        return 4 * (count + 2)
     group_bits = math.lcm(element_type.bits, 8)
     per_group = group_bits // element_type.bits
     return -(-count // per_group) * (group_bits // 8)
@@ -71,13 +74,36 @@ class Weights:
         return None
 
     def array(self, const: ConstData) -> np.ndarray:
-        """The Const's values: a zero-copy view for byte-sized types, an unpacked array for sub-byte ones."""
+        """The Const's values: a zero-copy view for byte-sized types, an unpacked array for sub-byte ones, UTF-8
+        bytes objects for strings."""
         et, shape = const.element_type, const.shape
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if et.name == "string":
+            return unpack_strings(self.raw(const.offset, const.size), count).reshape(shape)
         raw = self.raw(const.offset, needed_bytes(et, shape))
         if not et.packed:
             return np.frombuffer(raw, dtype=et.numpy.newbyteorder("<"), count=count).reshape(shape)
         return _unpack(raw, et, count).reshape(shape)
+
+
+def unpack_strings(raw: np.ndarray, count: int) -> np.ndarray:
+    """A string Const's block: int32 N, N + 1 int32 offsets into the bytes that follow (the first 0, the last their
+    length), then the bytes; ["ab", "", "xyz"] is 03000000 00000000 02000000 02000000 05000000 'abxyz'."""
+    head = 4 * (count + 2)
+    if raw.size < head:
+        raise IRReadError(f"a string constant of {count} elements needs at least {head} bytes, has {raw.size}")
+    n = int(raw[:4].view("<i4")[0])
+    if n != count:
+        raise IRReadError(f"a string constant of {count} elements holds {n}")
+    offsets = raw[4:head].view("<i4").astype(np.int64)
+    data = raw[head:]
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > data.size:
+        raise IRReadError(f"a string constant's offsets {offsets.tolist()[:8]} do not lie within its {data.size} "
+                          "bytes in order")
+    blob = data.tobytes()
+    out = np.empty(count, dtype=object)
+    out[:] = [blob[a:b] for a, b in itertools.pairwise(offsets.tolist())]
+    return out
 
 
 def _unpack(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
