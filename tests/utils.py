@@ -73,7 +73,8 @@ def assert_equivalent(
     ref = run_openvino(str(xml), list(inputs))
     got = run_onnxruntime(proto, dict(zip(onnx_in, inputs)), run_on)
     for name, g, r in zip(onnx_out, got, ref):
-        assert g.dtype == r.dtype or g.dtype.kind == r.dtype.kind == "U", f"{name}: dtype {g.dtype} != OpenVINO's {r.dtype}"
+        assert g.dtype == r.dtype or g.dtype.kind == r.dtype.kind == "U", \
+            f"{name}: dtype {g.dtype} != OpenVINO's {r.dtype}"
         c = compare_output(name, g, r, rtol, atol)
         assert c.passed, f"{name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}; " \
                          f"max abs {c.max_abs_error}, max rel {c.max_rel_error}\nonnx={g}\nopenvino={r}"
@@ -89,7 +90,8 @@ def assert_outputs(xml: Path, inputs: Sequence[np.ndarray], expected: Sequence[n
     assert len(got) == len(expected)
     for out, g, r in zip(proto.graph.output, got, expected):
         r = np.asarray(r)
-        assert g.dtype == r.dtype or g.dtype.kind == r.dtype.kind == "U", f"{out.name}: dtype {g.dtype} != expected {r.dtype}"
+        assert g.dtype == r.dtype or g.dtype.kind == r.dtype.kind == "U", \
+            f"{out.name}: dtype {g.dtype} != expected {r.dtype}"
         c = compare_output(out.name, g, r, rtol, atol)
         assert c.passed, (f"{out.name}: {c.message}; shapes {c.onnx_shape} vs {c.reference_shape}"
                           f"\nonnx={g}\nexpected={r}")

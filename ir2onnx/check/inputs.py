@@ -218,7 +218,8 @@ def validate_inputs(given: Mapping[str, np.ndarray], model: onnx.ModelProto,
         if arr.ndim != len(dims) or any(d is not None and d != s for d, s in zip(dims, arr.shape)):
             problems.append(f"input {name}: shape {list(arr.shape)} does not fit {['?' if d is None else d for d in dims]}")
         try:
-            out[name] = np.asarray(arr, dtype=str) if dtype.kind == "O" else np.asarray(arr.astype(dtype, copy=False))
+            strings = dtype.kind == "O"
+            out[name] = np.asarray(arr, dtype=str) if strings else np.asarray(arr.astype(dtype, copy=False))
         except (TypeError, ValueError):
             problems.append(f"input {name}: {arr.dtype} values cannot be converted to {dtype}")
     if problems:

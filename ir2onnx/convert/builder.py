@@ -19,8 +19,8 @@ _ET_TO_ONNX: dict[str, str] = {
     "i16": "INT16", "i8": "INT8", "u64": "UINT64", "u32": "UINT32", "u16": "UINT16", "u8": "UINT8",
     "boolean": "BOOL",
     # sub-byte and 8-bit float constants are unpacked/upcast when read (see onnx_dtype)
-    "u1": "UINT8", "u2": "UINT8", "u3": "UINT8", "u4": "UINT8", "u6": "UINT8", "i4": "INT8", "nf4": "FLOAT", "f4e2m1": "FLOAT",
-    "f8e4m3": "FLOAT", "f8e5m2": "FLOAT", "string": "STRING",
+    "u1": "UINT8", "u2": "UINT8", "u3": "UINT8", "u4": "UINT8", "u6": "UINT8", "i4": "INT8", "nf4": "FLOAT",
+    "f4e2m1": "FLOAT", "f8e4m3": "FLOAT", "f8e5m2": "FLOAT", "string": "STRING",
 }
 
 

@@ -47,7 +47,8 @@ for (name, sp, k, s, d, op, pb, pe, oshape), ap in itertools.product(GEOMETRY, [
                       [((1, 6) + sp, F)], rtol=1e-4, atol=1e-5))
 
 
-def _np_conv2d(x: np.ndarray, k: np.ndarray, strides: list[int], pads_begin: list[int], pads_end: list[int]) -> np.ndarray:
+def _np_conv2d(x: np.ndarray, k: np.ndarray, strides: list[int], pads_begin: list[int],
+               pads_end: list[int]) -> np.ndarray:
     """Integer 2-D convolution in int64, cast back to the input's type (the cases' sums stay in its range)."""
     xp = np.pad(x.astype(I64), [(0, 0), (0, 0), *zip(pads_begin, pads_end)])
     windows = np.lib.stride_tricks.sliding_window_view(xp, k.shape[2:], axis=(2, 3))[:, :, ::strides[0], ::strides[1]]
@@ -60,7 +61,8 @@ for dt, (lo, hi) in INT_VALUES.items():
     # AVX2 and no AVX-512: 10 for 4, 26 for 19 in this case, no rule found; others give numpy's): compared with numpy
     CASES.append(Case(f"conv-{np.dtype(dt).name}", lambda x, k: ops1.convolution(x, k, [1, 2], [1, 0], [1, 1], [1, 1]),
                       [((1, 2, 5, 6), dt), ((3, 2, 3, 3), dt)],
-                      values=[RNG.integers(lo, hi, (1, 2, 5, 6)).astype(dt), RNG.integers(lo, hi, (3, 2, 3, 3)).astype(dt)],
+                      values=[RNG.integers(lo, hi, (1, 2, 5, 6)).astype(dt),
+                              RNG.integers(lo, hi, (3, 2, 3, 3)).astype(dt)],
                       expected=(lambda x, k: [_np_conv2d(x, k, [1, 2], [1, 0], [1, 1])]) if dt is np.int8 else None))
 CASES += [
     Case("conv-i8-saturates", lambda x: ops1.convolution(x, const(np.full((1, 1, 2, 2), 100), np.int8), [1, 1], [0, 0],

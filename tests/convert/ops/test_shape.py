@@ -67,8 +67,9 @@ CASES = [
            [((F8_EDGES.size,), src)], values=[_as(F8_EDGES, src)])
       for t in ("f8e4m3", "f8e5m2") for src in (F, np.float16)],
     # to u2 at run time: the 8-bit conversion's low two bits (wrapped, truncated, from every source type)
-    *[Case(f"convert-{np.dtype(src).name}-u2", lambda a: ops.convert(ops.convert(a, ov.Type.u2), F), [((U2_IN.size,), src)],
-           values=[_as(U2_IN, src)]) for src in (F, np.float16, np.float64, I64, np.int8, np.uint16)],
+    *[Case(f"convert-{np.dtype(src).name}-u2", lambda a: ops.convert(ops.convert(a, ov.Type.u2), F),
+           [((U2_IN.size,), src)], values=[_as(U2_IN, src)]) for src in (F, np.float16, np.float64, I64, np.int8,
+                                                                        np.uint16)],
     Case("convert-f8e4m3-output", lambda a: ops.convert(a, ov.Type.f8e4m3), [((F8_EDGES.size,), F)],
          values=[F8_EDGES]),
     Case("convert-like", lambda a, b: ops.convert_like(a, b), [((2, 3), F), ((1,), I32)]),
