@@ -23,11 +23,22 @@ _INTEGER_INPUTS: dict[str, tuple[int, ...]] = {
 }
 
 
+# the ops that take string tensors: those OpenVINO's CPU plugin runs on strings (moving them, not computing with
+# them), and the graph's ends
+_STRING_OPS = {"parameter", "result", "const", "concat", "gather", "reshape", "squeeze", "unsqueeze", "transpose",
+               "split", "variadicsplit", "shapeof"}
+
+
 def validate_types(model: IRModel) -> None:
-    """After element types are resolved (ir.infer): inputs that must be integers are integers. Raises
-    IRValidationError listing every offending input."""
+    """After element types are resolved (ir.infer): inputs that must be integers are integers, strings go only into
+    ops that move them. Raises IRValidationError listing every offending input."""
     problems: list[str] = []
     for g in _graphs(model.graph):
+        for (lid, i), src in g.sources.items():
+            et, layer = src.layer.outputs[src.output].element_type, g.by_id[lid]
+            if et is not None and et.name == "string" and layer.type_key not in _STRING_OPS:
+                problems.append(f"{layer.where()}: input {i} is a string tensor, which only data movement ops take "
+                                f"(from {src.layer.where()})")
         for layer in g.layers:
             for i in _INTEGER_INPUTS.get(layer.type_key, ()):
                 src = g.sources.get((layer.id, i))

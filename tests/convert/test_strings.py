@@ -83,3 +83,15 @@ def test_broken_string_block_is_refused_naming_the_layer(tmp_path: Path, where: 
     xml.with_suffix(".bin").write_bytes(bytes(data))
     with pytest.raises(IRValidationError, match="'words' \\(Const, line"):
         ir2onnx.convert(xml)
+
+
+def test_strings_into_arithmetic_are_refused_naming_the_layer(tmp_path: Path) -> None:
+    """Equal or Select on strings: OpenVINO's CPU plugin refuses them ("unsupported src_prc: string"), onnxruntime
+    has no such string kernels; every offending input is listed at once."""
+    x = ops.parameter([2], ov.Type.string, name="x")
+    equal = ops.equal(x, _strings(["ab", "q"]))
+    equal.set_friendly_name("same")
+    xml = save_ir(ov.Model([equal], [x]), tmp_path)
+    with pytest.raises(IRValidationError) as e:
+        ir2onnx.convert(xml)
+    assert str(e.value).count("'same' (Equal, line") == 2 and "string tensor" in str(e.value)
