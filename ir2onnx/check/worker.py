@@ -43,8 +43,6 @@ def save_arrays(path: Path, arrays: list[np.ndarray]) -> list[str]:
     raw = {}
     for i, a in enumerate(arrays):
         a = np.asarray(a)
-        if a.dtype.kind == "O":  # strings (onnxruntime returns objects): saved as numpy's own, no pickling
-            a = a.astype(str)
         dtypes.append(a.dtype.name)
         if not _native(a.dtype):
             a = a.view(f"u{a.dtype.itemsize}")
