@@ -31,7 +31,7 @@ def needed_bytes(element_type: ElementType, shape: tuple[int, ...]) -> int:
     even when the last group is partial; other types whole bytes). For strings, the header (count and offsets)."""
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if element_type.name == "string":
-        return 4 * (count + 2)
+        return _string_header(count)
     group_bits = math.lcm(element_type.bits, 8)
     per_group = group_bits // element_type.bits
     return -(-count // per_group) * (group_bits // 8)
@@ -86,10 +86,15 @@ class Weights:
         return _unpack(raw, et, count).reshape(shape)
 
 
+def _string_header(count: int) -> int:
+    """Bytes before a string Const's characters: the count and count + 1 offsets, int32 each."""
+    return 4 * (count + 2)
+
+
 def unpack_strings(raw: np.ndarray, count: int) -> np.ndarray:
     """A string Const's block: int32 N, N + 1 int32 offsets into the bytes that follow (the first 0, the last their
     length), then the bytes; ["ab", "", "xyz"] is 03000000 00000000 02000000 02000000 05000000 'abxyz'."""
-    head = 4 * (count + 2)
+    head = _string_header(count)
     if raw.size < head:
         raise IRReadError(f"a string constant of {count} elements needs at least {head} bytes, has {raw.size}")
     n = int(raw[:4].view("<i4")[0])
