@@ -34,8 +34,12 @@ must not skip it, and it must see the types ONNX inference derived right after t
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import logging
+import platform
+import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,8 +105,33 @@ class _Kernel:
 # in onnxruntime-gpu that includes TensorRT, whose creation fails where TensorRT is not installed and then kills
 # the process (a null provider factory is used). Only a build with no such provider is asked; any other build has
 # the same CPU kernels as the CPU build of its version, whose list is shipped (scripts/gen_ort_kernels.py).
+# The shipped list is also used, without importing onnxruntime (about 0.1 s of every conversion: the import and
+# the listing), where the installed onnxruntime is the version and platform it was written from.
 _SAFE_PROVIDERS = {"CPUExecutionProvider", "AzureExecutionProvider"}
 KERNEL_TABLE = Path(__file__).with_name("ort_cpu_kernels.json")
+_VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"', re.MULTILINE)
+
+
+def kernel_platform() -> str:
+    """The platform a CPU build's kernel list belongs to (ARM builds register more f16 kernels, for one)."""
+    return f"{sys.platform}-{platform.machine().lower()}"
+
+
+def installed_onnxruntime_version() -> str | None:
+    """The version of the onnxruntime package that `import onnxruntime` would load, read from its files without
+    importing it (None without onnxruntime)."""
+    try:
+        spec = importlib.util.find_spec("onnxruntime")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    try:
+        with open(spec.origin, encoding="utf-8") as f:
+            found = _VERSION_LINE.search(f.read(4096))
+    except OSError:
+        return None
+    return found.group(1) if found else None
 
 
 def listed_cpu_kernels() -> list[tuple[str, str, tuple[int, int], dict[str, list[str]]]]:
@@ -115,19 +144,26 @@ def listed_cpu_kernels() -> list[tuple[str, str, tuple[int, int], dict[str, list
     return sorted(found, key=lambda k: (*k[:3], json.dumps(k[3])))
 
 
+def _shipped_kernels() -> dict:
+    table = json.loads(KERNEL_TABLE.read_text())
+    log.debug("onnxruntime's CPU kernels as listed by onnxruntime %s on %s (%s)", table["onnxruntime"],
+              table.get("platform"), KERNEL_TABLE)
+    return table
+
+
 @functools.lru_cache(maxsize=1)
 def _cpu_kernels() -> dict[tuple[str, str], list[_Kernel]] | None:
     """(domain, op) -> onnxruntime's CPU kernels, or None without onnxruntime."""
-    try:
-        from onnxruntime.capi import _pybind_state as ort_c
-    except ImportError:
-        return None
-    if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS:
-        found = listed_cpu_kernels()
-    else:
-        table = json.loads(KERNEL_TABLE.read_text())
-        log.debug("onnxruntime's CPU kernels as listed by onnxruntime %s (%s)", table["onnxruntime"], KERNEL_TABLE)
+    version = installed_onnxruntime_version()
+    table = _shipped_kernels()
+    if version is not None and (version, kernel_platform()) == (table["onnxruntime"], table.get("platform")):
         found = table["kernels"]
+    else:
+        try:
+            from onnxruntime.capi import _pybind_state as ort_c
+        except ImportError:
+            return None
+        found = listed_cpu_kernels() if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS else table["kernels"]
     by_name = {f"tensor({_type_name(t)})": t for t in DT if _type_name(t)}
     out: dict[tuple[str, str], list[_Kernel]] = {}
     for domain, op, since, constraints in found:

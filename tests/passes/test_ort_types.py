@@ -4,6 +4,7 @@ computes what numpy computes in the original element type (integers exactly, wra
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper as oh
 
+import ir2onnx
 from ir2onnx.passes import ort_types
 from ir2onnx.passes.ort_types import UNSUPPORTED_META, OrtTypesPass
 
@@ -197,19 +199,64 @@ def test_without_onnxruntime_nothing_changes(monkeypatch: pytest.MonkeyPatch) ->
 def test_builds_with_gpu_providers_use_the_shipped_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """onnxruntime-gpu cannot be asked for its kernels (asking crashes where TensorRT is absent): it uses the CPU
     build's list, shipped with the package, and adapts types with it."""
-    live = ort_types._cpu_kernels()
     ort_types._cpu_kernels.cache_clear()
+    monkeypatch.setattr(ort_types, "installed_onnxruntime_version", lambda: "0.0.0")  # not the table's version
     monkeypatch.setattr(ort_types, "_SAFE_PROVIDERS", set())
     try:
         shipped = ort_types._cpu_kernels()
         assert shipped and ("", "Max") in shipped
-        if json.loads(ort_types.KERNEL_TABLE.read_text())["onnxruntime"] == ort.__version__:
-            assert shipped == live, "regenerate it: python scripts/gen_ort_kernels.py"
         m = _model([oh.make_node("Max", ["a", "b"], ["y"])], [("a", TP.INT16, [3]), ("b", TP.INT16, [3])],
                    [("y", TP.INT16, [3])])
         assert OrtTypesPass()(m).modified
         a, b = np.array([-7, 300, 2], np.int16), np.array([5, -300, 2], np.int16)
         (got,) = _run(m, {"a": a, "b": b})
         np.testing.assert_array_equal(got, np.maximum(a, b))
+    finally:
+        ort_types._cpu_kernels.cache_clear()
+
+
+def test_shipped_table_is_the_installed_cpu_build_list() -> None:
+    """Where the installed onnxruntime is the table's version and platform, the conversion reads the table instead
+    of asking onnxruntime: it must be exactly what that build lists."""
+    table = json.loads(ort_types.KERNEL_TABLE.read_text())
+    assert ort_types.installed_onnxruntime_version() == ort.__version__
+    if (ort.__version__, ort_types.kernel_platform()) != (table["onnxruntime"], table["platform"]):
+        pytest.skip(f"the table is onnxruntime {table['onnxruntime']} on {table['platform']}; installed: "
+                    f"{ort.__version__} on {ort_types.kernel_platform()}")
+    if not set(ort.get_available_providers()) <= ort_types._SAFE_PROVIDERS:
+        pytest.skip("this onnxruntime build cannot be asked for its kernels")
+    listed = json.loads(json.dumps(ort_types.listed_cpu_kernels()))
+    assert listed == table["kernels"], "regenerate it: python scripts/gen_ort_kernels.py"
+
+
+def test_other_versions_ask_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another version of the CPU build is asked for its own list, not given the table."""
+    if not set(ort.get_available_providers()) <= ort_types._SAFE_PROVIDERS:
+        pytest.skip("this onnxruntime build cannot be asked for its kernels")
+    asked = []
+    listed = ort_types.listed_cpu_kernels
+    monkeypatch.setattr(ort_types, "installed_onnxruntime_version", lambda: "0.0.0")
+    monkeypatch.setattr(ort_types, "listed_cpu_kernels", lambda: asked.append(1) or listed())
+    ort_types._cpu_kernels.cache_clear()
+    try:
+        assert ("", "Max") in ort_types._cpu_kernels() and asked == [1]
+    finally:
+        ort_types._cpu_kernels.cache_clear()
+
+
+def test_conversion_with_the_table_does_not_list_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversion asks onnxruntime for nothing when the table is the installed build's list."""
+    table = json.loads(ort_types.KERNEL_TABLE.read_text())
+    if (ort.__version__, ort_types.kernel_platform()) != (table["onnxruntime"], table["platform"]):
+        pytest.skip("the installed onnxruntime is not the table's version and platform")
+
+    def refuse() -> None:
+        raise AssertionError("onnxruntime was asked for its kernels")
+
+    monkeypatch.setattr(ort_types, "listed_cpu_kernels", refuse)
+    ort_types._cpu_kernels.cache_clear()
+    try:
+        xml = Path(__file__).resolve().parents[2] / "samples" / "ti_lstm" / "model.xml"
+        assert ir2onnx.convert(xml).graph.node
     finally:
         ort_types._cpu_kernels.cache_clear()
