@@ -6,12 +6,12 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 import onnx_ir as ir
 
-from ir2onnx.check.report import CheckReport, OutputComparison
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
 from ir2onnx.convert.validate_onnx import validate_model
@@ -21,6 +21,9 @@ from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
 from ir2onnx.write import Progress, write_model
+
+if TYPE_CHECKING:
+    from ir2onnx.check.report import CheckReport, OutputComparison
 
 PathLike = str | os.PathLike[str]
 DEVICES = ("cpu", "cuda")
@@ -129,6 +132,15 @@ def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = No
     return run_check(os.fspath(xml_path), model, bin_path=os.fspath(bin_path) if bin_path else None,
                      inputs=inputs, device=device, rtol=rtol, atol=atol, seed=seed, timeout=timeout,
                      layerwise=layerwise)
+
+
+def __getattr__(name: str) -> Any:
+    # the report types load with the first check (a conversion does not need them)
+    if name in ("CheckReport", "OutputComparison"):
+        from ir2onnx.check import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module 'ir2onnx.api' has no attribute {name!r}")
 
 
 __all__ = ["CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir"]
