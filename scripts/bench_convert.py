@@ -4,7 +4,8 @@ Builds (in a temporary directory) an IR whose weights are a chain of MatMuls wit
 TensorIterator over an LSTMCell (its gate-reordered weights are computed, so they always go to the model's own
 data file), then runs `ir2onnx convert` as a whole process once per weight mode and reports wall time, GB/s of
 weights, peak RSS (VmHWM) and the peak of private memory (anonymous pages: RssAnon, what the process allocated;
-file pages of the mapped .bin are page cache, shared and reclaimable, and are not counted). Next to them: a raw
+file pages of the mapped .bin are page cache, shared and reclaimable, and are not counted); memory and CPU time
+include the helper process that loads the model in onnxruntime. Next to them: a raw
 read of the .bin and OpenVINO's read_model (when openvino is installed). The page cache is warmed first (the .bin
 is read once), so the figures measure the converter, not the disk.
 
@@ -74,20 +75,43 @@ def _status_kb(pid: int, key: str) -> int:
     return 0
 
 
+def _children(pid: int) -> list[int]:
+    """The processes `pid` started (`ir2onnx convert` starts one that loads the model in onnxruntime)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def run_measured(cmd: list[str]) -> dict[str, float]:
-    """Run `cmd`; sample its anonymous memory (RssAnon) and peak RSS (VmHWM) every 5 ms; CPU seconds it used."""
+    """Run `cmd`; sample its anonymous memory (RssAnon) and peak RSS (VmHWM) every 5 ms, each the sum over the
+    process and the processes it started; CPU seconds they used."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_anon = 0
     peak_hwm = 0
+    helper_cpu: dict[int, float] = {}  # the helper is not waited for by its parent: its CPU time is sampled
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak_anon, peak_hwm
         while not done.is_set():
-            peak_anon = max(peak_anon, _status_kb(proc.pid, "RssAnon"))
-            peak_hwm = max(peak_hwm, _status_kb(proc.pid, "VmHWM"))
+            pids = [proc.pid, *_children(proc.pid)]
+            peak_anon = max(peak_anon, sum(_status_kb(p, "RssAnon") for p in pids))
+            peak_hwm = max(peak_hwm, sum(_status_kb(p, "VmHWM") for p in pids))
+            for p in pids[1:]:
+                helper_cpu[p] = max(helper_cpu.get(p, 0.0), _cpu_seconds(p))
             time.sleep(0.005)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -99,7 +123,7 @@ def run_measured(cmd: list[str]) -> dict[str, float]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out}\n{err}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime + sum(helper_cpu.values())
     return {"wall": wall, "cpu": cpu, "anon_mb": peak_anon / 1024, "hwm_mb": peak_hwm / 1024}
 
 

@@ -15,6 +15,7 @@ import onnx
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import LAYER_META
+from ir2onnx.convert.ort_helper import session_load_error
 from ir2onnx.errors import InvalidModelError
 
 # Initializers up to this size keep their data in the validated copy (their values feed shape inference).
@@ -73,17 +74,9 @@ def weightless_proto(model: ir.Model) -> onnx.ModelProto:
 
 
 def _load_in_onnxruntime(model: ir.Model, proto: onnx.ModelProto) -> None:
-    try:
-        import onnxruntime as ort
-    except ImportError:  # a dependency, but the checks above still stand without it
-        return
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # errors only: a failure is reported below, not on stderr
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-    try:
-        ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    except Exception as e:  # noqa: BLE001  onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
-        raise _error(model, "does not load in onnxruntime", str(e)) from None
+    error = session_load_error(proto.SerializeToString())
+    if error is not None:
+        raise _error(model, "does not load in onnxruntime", error)
 
 
 def _nodes(graph: ir.Graph) -> Iterator[ir.Node]:

@@ -153,26 +153,51 @@ def _shipped_kernels() -> dict:
     return table
 
 
+class _KernelIndex:
+    """(domain, op) -> onnxruntime's CPU kernels for that op. A list has about 2,000 rows and a model uses a few
+    dozen ops: a row becomes a `_Kernel` when its op is first asked for (all at once took about 25 ms)."""
+
+    def __init__(self, rows: Sequence[Sequence]) -> None:
+        self._rows: dict[tuple[str, str], list[Sequence]] = {}
+        for domain, op, *rest in rows:
+            self._rows.setdefault(("" if domain in ("", "ai.onnx") else domain, op), []).append(rest)
+        self._made: dict[tuple[str, str], list[_Kernel]] = {}
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._rows
+
+    def get(self, key: tuple[str, str]) -> list[_Kernel] | None:
+        if key not in self._made:
+            rows = self._rows.get(key)
+            if rows is None:
+                return None
+            by_name = _types_by_name()
+            self._made[key] = [_Kernel((int(since[0]), int(since[1])),
+                                       {name: frozenset(by_name[t] for t in types if t in by_name)
+                                        for name, types in constraints.items()})
+                               for since, constraints in rows]
+        return self._made[key]
+
+
 @functools.lru_cache(maxsize=1)
-def _cpu_kernels() -> dict[tuple[str, str], list[_Kernel]] | None:
-    """(domain, op) -> onnxruntime's CPU kernels, or None without onnxruntime."""
+def _cpu_kernels() -> _KernelIndex | None:
+    """onnxruntime's CPU kernels by (domain, op), or None without onnxruntime."""
     version = installed_onnxruntime_version()
     table = _shipped_kernels()
     if version is not None and (version, kernel_platform()) == (table["onnxruntime"], table.get("platform")):
-        found = table["kernels"]
-    else:
-        try:
-            from onnxruntime.capi import _pybind_state as ort_c
-        except ImportError:
-            return None
-        found = listed_cpu_kernels() if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS else table["kernels"]
-    by_name = {f"tensor({_type_name(t)})": t for t in DT if _type_name(t)}
-    out: dict[tuple[str, str], list[_Kernel]] = {}
-    for domain, op, since, constraints in found:
-        domain = "" if domain in ("", "ai.onnx") else domain
-        cons = {name: frozenset(by_name[t] for t in types if t in by_name) for name, types in constraints.items()}
-        out.setdefault((domain, op), []).append(_Kernel((int(since[0]), int(since[1])), cons))
-    return out
+        return _KernelIndex(table["kernels"])
+    try:
+        from onnxruntime.capi import _pybind_state as ort_c
+    except ImportError:
+        return None
+    return _KernelIndex(listed_cpu_kernels() if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS
+                        else table["kernels"])
+
+
+@functools.cache
+def _types_by_name() -> dict[str, DT]:
+    """"tensor(int16)" -> DataType.INT16, as onnxruntime names the types of its type constraints."""
+    return {f"tensor({_type_name(t)})": t for t in DT if _type_name(t)}
 
 
 def _type_name(t: DT) -> str | None:

@@ -1,0 +1,154 @@
+"""Loading a converted model in an onnxruntime session, in this process or in a helper process.
+
+Every converted model is loaded in an onnxruntime session before it is handed out (validate_onnx). Importing
+onnxruntime takes about 50 ms, a tenth of a whole `ir2onnx convert` of a small model: the command line therefore
+starts a helper process that imports onnxruntime on another core while the conversion runs, and sends it the model
+to load (`Helper.start()`, `using()`). The verdict is the same either way: the same session options, onnxruntime's own error
+message. A helper that cannot start, dies or answers nonsense is dropped and the model is loaded in this process, as
+without it. On a machine with one core the helper would only add its start-up to the conversion: none is started.
+
+This module imports nothing heavy: the command line starts the helper before it loads onnx and the converters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import IO
+
+# The helper runs `serve()` with the importing process's module search path.
+_CHILD = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from ir2onnx.convert.ort_helper import serve; serve()"
+# numpy (imported by onnxruntime) starts OpenBLAS's threads, which spin for about 0.1 s of CPU time: on a machine
+# with two cores, the helper's and this process's would slow this process down more than the helper saves. The
+# helper computes nothing with numpy.
+_CHILD_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+_HEADER = 8  # each message: its length (little-endian, 8 bytes), then the message
+
+
+class HelperFailed(Exception):
+    """The helper process gave no verdict (it could not start, died or answered nonsense)."""
+
+
+def load_error(model: bytes) -> str | None:
+    """onnxruntime's error loading the serialised `model` in a CPU session, or None when it loads (or when onnxruntime
+    is not installed: the ONNX checks still stand without it)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only: a failure is reported by the caller, not on stderr
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    try:
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001  onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
+        return str(e)
+    return None
+
+
+class Helper:
+    """A process that imports onnxruntime and then loads the models sent to it, one at a time."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    @classmethod
+    def start(cls) -> Helper | None:
+        """A new helper, or None where one would not help (one core, no onnxruntime) or cannot start."""
+        import importlib.util
+
+        if _cores() < 2 or importlib.util.find_spec("onnxruntime") is None:
+            return None
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(sys.path)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_CHILD_ENV)
+        except (OSError, ValueError):
+            return None
+        return cls(proc)
+
+    def load_error(self, model: bytes) -> str | None:
+        """As `load_error(model)`, computed by the helper; HelperFailed when it gives no verdict."""
+        try:
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            _send(self._proc.stdin, model)
+            reply = json.loads(_receive(self._proc.stdout))
+            return None if reply["error"] is None else str(reply["error"])
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
+            self.close()
+            raise HelperFailed(str(e)) from None
+
+    def close(self) -> None:
+        """End the helper: it exits by itself, without waiting for it, once its input closes."""
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+_active: Helper | None = None
+
+
+@contextlib.contextmanager
+def using(helper: Helper | None) -> Iterator[None]:
+    """Within the block, models are loaded by `helper` (in this process when None); it is closed at the end."""
+    global _active
+    previous, _active = _active, helper
+    try:
+        yield
+    finally:
+        _active = previous
+        if helper is not None:
+            helper.close()
+
+
+def session_load_error(model: bytes) -> str | None:
+    """`load_error(model)`, by the active helper when there is one, else in this process."""
+    global _active
+    if _active is not None:
+        try:
+            return _active.load_error(model)
+        except HelperFailed:
+            _active = None
+    return load_error(model)
+
+
+def serve() -> None:
+    """The helper's side: import onnxruntime, then answer each model read from stdin with its verdict on stdout,
+    until stdin closes."""
+    import onnxruntime  # noqa: F401  imported before the first model arrives: that is the point of the helper
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            model = _receive(stdin)
+        except EOFError:  # no more models: exit now (tearing the interpreter down would only cost time)
+            os._exit(0)
+        _send(stdout, json.dumps({"error": load_error(model)}).encode())
+
+
+def _send(stream: IO[bytes], message: bytes) -> None:
+    stream.write(len(message).to_bytes(_HEADER, "little"))
+    stream.write(message)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> bytes:
+    header = stream.read(_HEADER)
+    if len(header) < _HEADER:
+        raise EOFError("the stream ended")
+    size = int.from_bytes(header, "little")
+    message = stream.read(size)
+    if len(message) < size:
+        raise EOFError("the stream ended within a message")
+    return message
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
