@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,8 @@ def convert(a: argparse.Namespace) -> int:
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
     defer_symbolic_shapes()  # onnx-ir's sympy is only needed for shape arithmetic the conversion does not do
-    import ir2onnx
+    with _one_blas_thread():
+        import ir2onnx.api  # numpy, onnx and the converters
 
     bar = _WriteProgress(not a.quiet and sys.stderr.isatty())
     if a.quiet:
@@ -85,6 +86,23 @@ def convert(a: argparse.Namespace) -> int:
     except Exception as e:  # noqa: BLE001  every failure becomes one readable line and an exit code
         return _fail(e, a.debug)
     return _check(a.model, path, a)
+
+
+@contextlib.contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """numpy loaded within the block starts no OpenBLAS threads besides this one. They would spin for about 0.1 s of
+    CPU time after the import, competing with the conversion and its onnxruntime helper on machines with few cores;
+    a conversion does no linear algebra. (OpenBLAS reads the variable when numpy loads it; set only for that, and
+    only where the user has not set it.)"""
+    key = "OPENBLAS_NUM_THREADS"
+    ours = key not in os.environ and "numpy" not in sys.modules
+    if ours:
+        os.environ[key] = "1"
+    try:
+        yield
+    finally:
+        if ours:
+            del os.environ[key]
 
 
 def check(a: argparse.Namespace) -> int:

@@ -83,3 +83,20 @@ def test_cli_weight_modes_are_the_writers() -> None:
     from ir2onnx.write import WEIGHT_MODES as WRITER_MODES
 
     assert WEIGHT_MODES == WRITER_MODES
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts the process's threads in /proc")
+@pytest.mark.parametrize(("user", "expected"), [(None, "1 None"), ("2", "2 2")])
+def test_conversion_loads_numpy_with_one_blas_thread(user: str | None, expected: str) -> None:
+    """OpenBLAS's extra threads spin after numpy loads: `convert` loads it with none, unless the user says otherwise,
+    and leaves the environment as it was."""
+    import os
+
+    code = ("import os; from ir2onnx.cli import _one_blas_thread\nwith _one_blas_thread():\n    import numpy\n"
+            "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if user is not None:
+        env["OPENBLAS_NUM_THREADS"] = user
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+                       check=False)
+    assert r.stdout.split() == expected.split(), r.stderr
