@@ -31,6 +31,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     Subgraph,
     all_names,
     attr,
+    derivations,
     input_at,
     own_weights,
     replace_node,
@@ -53,7 +54,8 @@ class GuardEmptyInputsPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         def candidates() -> list[ir.Node]:
-            return [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if _may_be_empty(n)]
+            with derivations():  # one walk over the producers for all the nodes' shapes
+                return [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if _may_be_empty(n)]
 
         guarded = candidates()
         if guarded:  # shapes through the nodes the passes made (a fused node's output read by the next one)

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Dims, Emitter, all_names, attr, input_at, replace_node, shape_of
+from ir2onnx.passes.fuse_rnn_util import (
+    Dims,
+    Emitter,
+    all_names,
+    attr,
+    derivations,
+    input_at,
+    replace_node,
+    shape_of,
+)
 from ir2onnx.passes.loop_utils import const_ints, is_default_domain
 
 
@@ -29,13 +38,11 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names: set[str] | None = None
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if not (node.op_type.startswith("Reduce") and is_default_domain(node)):
-                continue
-            found = _reduced_axes(node)
-            if found is None:
-                continue
-            dims, axes, negative = found
+        with derivations():  # all shapes read before the graph changes: one walk over the producers
+            reductions = [(node, found) for node in ir.traversal.RecursiveGraphIterator(model.graph)
+                          if node.op_type.startswith("Reduce") and is_default_domain(node)
+                          and (found := _reduced_axes(node)) is not None]
+        for node, (dims, axes, negative) in reductions:
             positive = [isinstance(d, int) and d > 0 for d in dims]
             drops_empty = not attr(node, "keepdims", 1) and not all(positive[a] for a in axes)
             if not drops_empty and not (negative and not all(positive)):

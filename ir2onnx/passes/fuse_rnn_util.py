@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.deep import deep_call
 from ir2onnx.passes.loop_utils import inherit_meta
 
 
@@ -53,24 +55,54 @@ _derivation = threading.local()
 def _once_per_query(derive: Callable[[ir.Value], _T | None]) -> Callable[[ir.Value | None], _T | None]:
     """`derive` (const_array, shape_of) computes each value once per outermost query: both walk producers and call
     each other, and an unrolled recurrence reaches the same values along exponentially many paths (c_t reads c_t-1
-    through both of its products). The table lives for one query only: passes change the graph between queries."""
+    through both of its products). The table lives for one query only (passes change the graph between queries), or
+    for a `derivations()` block. The walk recurses once per layer: where a network is deeper than Python allows, the
+    query goes on from where it stopped on a deep stack (ir2onnx.deep)."""
     @functools.wraps(derive)
     def query(v: ir.Value | None) -> _T | None:
         if v is None:
             return None
-        table = getattr(_derivation, "table", None)
-        outermost = table is None
-        if outermost:
-            table = _derivation.table = {}
+        state = _derivation
+        owner = getattr(state, "table", None) is None
+        if owner:
+            state.table = {}
+        depth = getattr(state, "depth", 0)
+        state.depth = depth + 1
         try:
             key = (derive, v)
-            if key not in table:
-                table[key] = derive(v)
-            return table[key]
+            if key not in state.table:
+                state.table[key] = derive(v)
+            return state.table[key]
+        except RecursionError:
+            if depth:
+                raise
+            return deep_call(functools.partial(_resume, query, v, state.table))
         finally:
-            if outermost:
-                _derivation.table = None
+            state.depth = depth
+            if owner:
+                state.table = None
     return query
+
+
+def _resume(query: Callable[[ir.Value], _T | None], v: ir.Value, table: dict) -> _T | None:
+    """`query(v)` on this (deep) thread, with the table of the query that ran out of stack, as a nested query (which
+    does not go deeper again)."""
+    _derivation.table, _derivation.depth = table, 1
+    return query(v)
+
+
+@contextlib.contextmanager
+def derivations() -> Iterator[None]:
+    """The queries within the block share one table: for a pass that queries many values before it changes the graph
+    (one table per query would walk the same producers once per query: quadratic time on a long network)."""
+    if getattr(_derivation, "table", None) is not None:
+        yield
+        return
+    _derivation.table = {}
+    try:
+        yield
+    finally:
+        _derivation.table = None
 
 
 @_once_per_query

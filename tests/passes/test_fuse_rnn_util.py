@@ -56,3 +56,52 @@ def test_each_value_is_derived_once(monkeypatch: pytest.MonkeyPatch, query: str)
     else:  # the last state's Shape reads a run-time batch: not a constant, found without walking every path
         assert fuse_rnn_util.const_array(graph.outputs[1]) is None
     assert calls["derive"] + calls["fold"] <= 2 * len(graph)
+
+
+def chain(length: int) -> ir.Graph:
+    """x -> Relu -> Relu -> ... (`length` nodes), each output also reduced (ReduceMean over axis -1)."""
+    nodes = []
+    for t in range(1, length + 1):
+        nodes += [helper.make_node("Relu", [f"x{t - 1}"], [f"x{t}"]),
+                  helper.make_node("ReduceMean", [f"x{t}"], [f"m{t}"], axes=[-1], keepdims=0)]
+    graph = helper.make_graph(
+        nodes, "chain", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info(f"m{t}", TensorProto.FLOAT, None) for t in range(1, length + 1)])
+    return ir.serde.deserialize_graph(graph)
+
+
+@pytest.mark.parametrize("query", ["shape_of", "const_array"])
+def test_deeper_than_python_recursion_limit(query: str) -> None:
+    """A walk over a chain of 5,000 layers, several frames each, goes on past Python's limit of 1,000 frames (on a
+    deep stack) and leaves the limit as it was."""
+    import sys
+
+    graph = chain(5000)
+    limit = sys.getrecursionlimit()
+    last = graph.node(2 * 5000 - 2).outputs[0]
+    if query == "shape_of":
+        assert fuse_rnn_util.shape_of(last) == (None, 8)
+    else:
+        assert fuse_rnn_util.const_array(last) is None
+    assert sys.getrecursionlimit() == limit
+
+
+def test_derivations_block_walks_each_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within a derivations() block the queries share one table: shapes of all 300 values of a chain cost one walk,
+    where a table per query walks the chain once per value (quadratic)."""
+    graph = chain(300)
+    calls = [0]
+    derive = fuse_rnn_util._derive
+
+    def counted(*args: object) -> object:
+        calls[0] += 1
+        return derive(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fuse_rnn_util, "_derive", counted)
+    values = [n.outputs[0] for n in graph if n.op_type == "Relu"]
+    with fuse_rnn_util.derivations():
+        assert all(fuse_rnn_util.shape_of(v) == (None, 8) for v in values)
+    assert calls[0] <= 300
+    calls[0] = 0
+    assert all(fuse_rnn_util.shape_of(v) == (None, 8) for v in values[:30])
+    assert calls[0] == sum(range(1, 31))  # without the block: each query walks back to the input
