@@ -8,6 +8,7 @@ MatMul, a Split, a Slice with constant bounds, a Gather or a time-major LSTM/GRU
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -15,6 +16,7 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import ShapeInferencePass
 
+from ir2onnx.deep import deep_call
 from ir2onnx.passes.loop_utils import (
     BROADCASTING_BINARY,
     UNARY_ELEMENTWISE,
@@ -41,12 +43,21 @@ class StaticShapes:
 
     def __init__(self) -> None:
         self._memo: dict[ir.Value, Shape | None] = {}
+        self._depth = 0
 
     def __call__(self, value: ir.Value | None) -> Shape | None:
         if value is None:
             return None
         if value not in self._memo:
-            self._memo[value] = self._compute(value)
+            self._depth += 1
+            try:
+                self._memo[value] = self._compute(value)
+            except RecursionError:  # a network deeper than Python allows: go on from here on a deep stack
+                if self._depth > 1:
+                    raise
+                self._memo[value] = deep_call(functools.partial(self._compute, value))
+            finally:
+                self._depth -= 1
         return self._memo[value]
 
     def _compute(self, value: ir.Value) -> Shape | None:

@@ -47,6 +47,19 @@ def test_chains_through_reshapes() -> None:
     assert StaticShapes()(shaped.outputs[0]) == (2, 2, 2)
 
 
+@pytest.mark.parametrize("first", [(2, 6), ("b", 6)], ids=["static", "run-time batch"])
+def test_chain_deeper_than_python_recursion_limit(first: tuple[int | str, ...]) -> None:
+    """A chain of 5,000 layers whose declared shapes are unknown is walked to its input, on a deep stack."""
+    import sys
+
+    v = _value(first)
+    for _ in range(5000):
+        v = ir.Node("", "Relu", [ir.Node("", "Neg", [v]).outputs[0]]).outputs[0]
+    limit = sys.getrecursionlimit()
+    assert StaticShapes()(v) == (first if first[0] == 2 else None)
+    assert sys.getrecursionlimit() == limit
+
+
 def _outputs(op: str, inputs: list[ir.Value], n: int = 1, **attrs: object) -> list[tuple[int, ...] | None]:
     node = ir.Node("", op, inputs, [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()], num_outputs=n)
     shapes = StaticShapes()
