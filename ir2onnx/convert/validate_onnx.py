@@ -1,9 +1,8 @@
 """The last gate before a model leaves ir2onnx: the full ONNX checker, strict shape and type inference, and an
 onnxruntime session. A failure becomes one `InvalidModelError` naming the IR layer whose nodes are at fault.
 
-Validation never copies weights: it runs on a serialisation of the graph in which every initializer above
-`INLINE_BYTES` is a typed graph input instead (checker, inference and onnxruntime's loader only need its type and
-shape); small initializers (shapes, axes, scalars) keep their values so that inference can propagate them.
+Validation never copies weights: it runs on a serialisation of the graph in which large initializers are typed
+graph inputs instead (ir2onnx.protos).
 """
 
 from __future__ import annotations
@@ -17,9 +16,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import LAYER_META
 from ir2onnx.convert.ort_helper import session_load_error
 from ir2onnx.errors import InvalidModelError
-
-# Initializers up to this size keep their data in the validated copy (their values feed shape inference).
-INLINE_BYTES = 1 << 16
+from ir2onnx.protos import weightless_proto
 
 _NODE_PATTERNS = (
     re.compile(r"node name: ([^)\s]+)\)"),  # onnx inference: (op_type:X, node name: NAME)
@@ -51,26 +48,6 @@ def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
                                 "message levels, 3 per subgraph), so onnx and onnxruntime cannot load it") from None
     if runtime:
         _load_in_onnxruntime(model, proto)
-
-
-def weightless_proto(model: ir.Model) -> onnx.ModelProto:
-    """The model as a ModelProto whose large initializers are graph inputs of the same type and shape (no copy)."""
-    g = model.graph
-    order = list(g.initializers.values())
-    large = [v for v in order if v.const_value is not None and v.const_value.nbytes > INLINE_BYTES
-             and not v.is_graph_input()]
-    n_inputs = len(g.inputs)
-    for v in large:
-        g.initializers.pop(v.name)  # type: ignore[arg-type]
-    g.inputs.extend(large)
-    try:
-        return ir.to_proto(model)
-    finally:
-        while len(g.inputs) > n_inputs:
-            g.inputs.pop()
-        g.initializers.clear()
-        for v in order:
-            g.initializers.add(v)
 
 
 def _load_in_onnxruntime(model: ir.Model, proto: onnx.ModelProto) -> None:
@@ -146,4 +123,4 @@ def _type_name(code: str) -> str:
         return f"({code})"
 
 
-__all__ = ["INLINE_BYTES", "validate_model", "weightless_proto"]
+__all__ = ["validate_model"]

@@ -13,8 +13,8 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import onnx
 import onnx_ir as ir
-from onnx_ir.passes.common import ShapeInferencePass
 
 from ir2onnx.deep import deep_call
 from ir2onnx.passes.loop_utils import (
@@ -24,6 +24,7 @@ from ir2onnx.passes.loop_utils import (
     const_ints,
     is_default_domain,
 )
+from ir2onnx.protos import read_inferred, weightless_proto
 
 Shape = tuple[int, ...]
 
@@ -33,9 +34,12 @@ def infer_shapes(model: ir.Model) -> None:
     try:
         # types are not checked: a node whose type its schema lacks still gets its outputs typed, and the
         # onnxruntime pass then computes it in a type that runs
-        ShapeInferencePass(check_type=False, strict_mode=False)(model)
+        # (values up to 1 KB suffice to propagate shapes; larger ones would only be copied and folded)
+        inferred = onnx.shape_inference.infer_shapes(weightless_proto(model, 1024), check_type=False,
+                                                     strict_mode=False, data_prop=True)
     except Exception:  # noqa: BLE001
         return
+    read_inferred(model.graph, inferred.graph)
 
 
 class StaticShapes:

@@ -12,8 +12,9 @@ import pytest
 
 import ir2onnx
 from ir2onnx.convert import graph as graph_module
-from ir2onnx.convert.validate_onnx import INLINE_BYTES, validate_model, weightless_proto
+from ir2onnx.convert.validate_onnx import validate_model
 from ir2onnx.errors import InvalidModelError
+from ir2onnx.protos import INLINE_BYTES, weightless_proto
 
 SAMPLES = Path(__file__).resolve().parent.parent.parent / "samples"
 TI = SAMPLES / "ti_lstm" / "model.xml"

@@ -102,3 +102,27 @@ def test_slice_against_numpy(shape: tuple[int, ...], starts: list[int], ends: li
 def test_gather(data: tuple, indices: tuple, axis: int, expected: tuple | None) -> None:
     idx = ir.Value(name="i", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape(list(indices)))
     assert _outputs("Gather", [_value(data), idx], axis=axis) == [expected]
+
+
+def test_infer_shapes_types_values_in_bodies() -> None:
+    """ONNX inference's types and shapes reach the values of the main graph and of bodies (an If's branches)."""
+    from onnx import TensorProto, helper
+
+    from ir2onnx.passes.static_shapes import infer_shapes
+
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["n"])], "then",
+                             [], [helper.make_tensor_value_info("n", TensorProto.UNDEFINED, None)])
+    other = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["s"])], "else", [],
+                              [helper.make_tensor_value_info("s", TensorProto.UNDEFINED, None)])
+    graph = helper.make_graph(
+        [helper.make_node("Tanh", ["x"], ["t"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+              helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
+    model = ir.serde.deserialize_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    values = {v.name: v for n in ir.traversal.RecursiveGraphIterator(model.graph) for v in n.outputs}
+    assert all(v.shape is None for v in values.values())
+    infer_shapes(model)
+    assert {name: (v.dtype, tuple(v.shape) if v.shape is not None else None) for name, v in values.items()} == {
+        name: (ir.DataType.FLOAT, (2, 3)) for name in ("t", "r", "n", "s", "y")}

@@ -1,0 +1,66 @@
+"""An onnx-ir model as a ModelProto for onnx's C++ checker and shape inference, and their inferred types read back.
+
+The C++ APIs take a serialised model. Serialising the weights would copy them: the copy made here leaves every
+initializer above `INLINE_BYTES` out, as a typed graph input of the same name (checker, inference and onnxruntime's
+loader only need its type and shape); small initializers (shapes, axes, scalars) keep their values so that inference
+can propagate them.
+"""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as ir
+
+# Initializers up to this size keep their data in the copy (their values feed shape inference).
+INLINE_BYTES = 1 << 16
+
+
+def weightless_proto(model: ir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.ModelProto:
+    """The model as a ModelProto whose initializers above `inline_bytes` are graph inputs of the same type and shape
+    (no copy)."""
+    g = model.graph
+    order = list(g.initializers.values())
+    large = [v for v in order if v.const_value is not None and v.const_value.nbytes > inline_bytes
+             and not v.is_graph_input()]
+    n_inputs = len(g.inputs)
+    for v in large:
+        g.initializers.pop(v.name)  # type: ignore[arg-type]
+    g.inputs.extend(large)
+    try:
+        return ir.to_proto(model)
+    finally:
+        while len(g.inputs) > n_inputs:
+            g.inputs.pop()
+        g.initializers.clear()
+        for v in order:
+            g.initializers.add(v)
+
+
+def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
+    """Give the values of `graph` (bodies included) the types and shapes that shape inference wrote into `inferred`,
+    the inferred copy of `graph` (nodes in the same order), where it inferred one. Only the value infos are read:
+    deserialising the whole inferred model to copy them took most of the inference's time on large graphs."""
+    infos = {vi.name: vi for vi in (*inferred.input, *inferred.value_info, *inferred.output)}
+    for value in (*graph.inputs, *(o for n in graph for o in n.outputs)):
+        info = infos.get(value.name) if value.name else None
+        if info is None or not info.type.WhichOneof("value"):
+            continue
+        shape = ir.serde.deserialize_type_proto_for_shape(info.type)
+        if shape is not None and value.shape != shape:
+            value.shape = shape
+        typ = ir.serde.deserialize_type_proto_for_type(info.type)
+        if typ is not None and value.dtype != typ.dtype:
+            value.dtype = typ.dtype
+    for node, proto in zip(graph, inferred.node):
+        if node.op_type != proto.op_type:  # not the copy it was made from: read nothing more
+            return
+        bodies = {a.name: a for a in proto.attribute}
+        for attr in node.attributes.values():
+            found = bodies.get(attr.name)
+            if found is None:
+                continue
+            if attr.type == ir.AttributeType.GRAPH:
+                read_inferred(attr.as_graph(), found.g)
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for body, body_proto in zip(attr.as_graphs(), found.graphs):
+                    read_inferred(body, body_proto)
