@@ -20,13 +20,12 @@ import sys
 from collections.abc import Iterator
 from typing import IO
 
-# The helper runs `serve()` with the importing process's module search path.
-_CHILD = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from ir2onnx.convert.ort_helper import serve; serve()"
-# numpy (imported by onnxruntime) starts OpenBLAS's threads, which spin for about 0.1 s of CPU time: on a machine
-# with two cores, the helper's and this process's would slow this process down more than the helper saves. The
-# helper computes nothing with numpy.
-_CHILD_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+# The helper runs `serve()` with the importing process's module search path; it answers on a pipe of its own (its
+# stdout could carry whatever a library or a site customisation prints).
+_CHILD = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); from ir2onnx.convert.ort_helper import serve; "
+          "serve(int(sys.argv[2]))")
 _HEADER = 8  # each message: its length (little-endian, 8 bytes), then the message
+_REPLY_LIMIT = 1 << 20  # a verdict is a short JSON object; a longer "reply" is not one
 
 
 class HelperFailed(Exception):
@@ -53,29 +52,40 @@ def load_error(model: bytes) -> str | None:
 class Helper:
     """A process that imports onnxruntime and then loads the models sent to it, one at a time."""
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], replies: IO[bytes]) -> None:
         self._proc = proc
+        self._replies = replies
 
     @classmethod
     def start(cls) -> Helper | None:
-        """A new helper, or None where one would not help (one core, no onnxruntime) or cannot start."""
+        """A new helper, or None where one would not help (one core, no onnxruntime) or cannot start (it needs
+        POSIX, to be given its reply pipe)."""
         import importlib.util
 
-        if _cores() < 2 or importlib.util.find_spec("onnxruntime") is None:
+        if os.name != "posix" or _cores() < 2 or importlib.util.find_spec("onnxruntime") is None:
             return None
+        # numpy (imported by onnxruntime) starts OpenBLAS's threads, which spin for about 0.1 s of CPU time: on a
+        # machine with two cores, the helper's and this process's would slow this process down more than the helper
+        # saves. The helper computes nothing with numpy.
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+        read_end, write_end = os.pipe()
         try:
-            proc = subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(sys.path)], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_CHILD_ENV)
+            proc = subprocess.Popen([sys.executable, "-c", _CHILD, json.dumps(sys.path), str(write_end)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    pass_fds=(write_end,), env=env)
         except (OSError, ValueError):
+            os.close(read_end)
             return None
-        return cls(proc)
+        finally:
+            os.close(write_end)
+        return cls(proc, os.fdopen(read_end, "rb"))
 
     def load_error(self, model: bytes) -> str | None:
         """As `load_error(model)`, computed by the helper; HelperFailed when it gives no verdict."""
         try:
-            assert self._proc.stdin is not None and self._proc.stdout is not None
+            assert self._proc.stdin is not None
             _send(self._proc.stdin, model)
-            reply = json.loads(_receive(self._proc.stdout))
+            reply = json.loads(_receive(self._replies, _REPLY_LIMIT))
             return None if reply["error"] is None else str(reply["error"])
         except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
             self.close()
@@ -83,7 +93,7 @@ class Helper:
 
     def close(self) -> None:
         """End the helper: it exits by itself, without waiting for it, once its input closes."""
-        for stream in (self._proc.stdin, self._proc.stdout):
+        for stream in (self._proc.stdin, self._replies):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
@@ -116,18 +126,18 @@ def session_load_error(model: bytes) -> str | None:
     return load_error(model)
 
 
-def serve() -> None:
-    """The helper's side: import onnxruntime, then answer each model read from stdin with its verdict on stdout,
-    until stdin closes."""
+def serve(reply_fd: int) -> None:
+    """The helper's side: import onnxruntime, then answer each model read from stdin with its verdict on the pipe
+    `reply_fd`, until stdin closes."""
     import onnxruntime  # noqa: F401  imported before the first model arrives: that is the point of the helper
 
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdin, replies = sys.stdin.buffer, os.fdopen(reply_fd, "wb")
     while True:
         try:
             model = _receive(stdin)
         except EOFError:  # no more models: exit now (tearing the interpreter down would only cost time)
             os._exit(0)
-        _send(stdout, json.dumps({"error": load_error(model)}).encode())
+        _send(replies, json.dumps({"error": load_error(model)}).encode())
 
 
 def _send(stream: IO[bytes], message: bytes) -> None:
@@ -136,11 +146,13 @@ def _send(stream: IO[bytes], message: bytes) -> None:
     stream.flush()
 
 
-def _receive(stream: IO[bytes]) -> bytes:
+def _receive(stream: IO[bytes], limit: int | None = None) -> bytes:
     header = stream.read(_HEADER)
     if len(header) < _HEADER:
         raise EOFError("the stream ended")
     size = int.from_bytes(header, "little")
+    if limit is not None and size > limit:
+        raise ValueError(f"a message of {size} bytes, more than the {limit} expected")
     message = stream.read(size)
     if len(message) < size:
         raise EOFError("the stream ended within a message")

@@ -4,6 +4,7 @@ anything wrong with it falls back to loading in process."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -61,13 +62,31 @@ def test_a_dead_helper_falls_back_to_loading_in_process(helper: ort_helper.Helpe
         assert ort_helper.session_load_error(LOADS) is None
 
 
-def test_a_helper_answering_nonsense_is_dropped() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'\\x05' + bytes(7) + b'hello')"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    with ort_helper.using(ort_helper.Helper(proc)):
+@pytest.mark.parametrize("reply", [b"\x05" + bytes(7) + b"hello", bytes(range(1, 9)) + b"x" * 64],
+                         ids=["not-json", "oversized"])
+def test_a_helper_answering_nonsense_is_dropped(reply: bytes) -> None:
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-c", f"import os; os.write({write_end}, {reply!r})"],
+                            stdin=subprocess.PIPE, pass_fds=(write_end,))
+    os.close(write_end)
+    with ort_helper.using(ort_helper.Helper(proc, os.fdopen(read_end, "rb"))):
         assert ort_helper.session_load_error(NO_KERNEL) == ort_helper.load_error(NO_KERNEL)
         assert ort_helper._active is None
     proc.wait(timeout=30)
+
+
+def test_what_the_helper_prints_does_not_reach_its_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A site customisation printing on stdout as the helper starts leaves its answers intact."""
+    (tmp_path / "sitecustomize.py").write_text("print('hello from sitecustomize')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    helper = ort_helper.Helper.start()
+    if helper is None:
+        pytest.skip("no helper here")
+    try:
+        assert helper.load_error(NO_KERNEL) == ort_helper.load_error(NO_KERNEL)
+        assert helper.load_error(LOADS) is None
+    finally:
+        helper.close()
 
 
 def test_conversion_refusal_names_the_layer_through_the_helper(monkeypatch: pytest.MonkeyPatch,
