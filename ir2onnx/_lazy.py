@@ -43,8 +43,15 @@ def defer_import(name: str) -> ModuleType:
     return stand_in
 
 
-def defer_symbolic_shapes() -> None:
-    """Defer sympy (about half of onnx-ir's import time): onnx-ir needs it only for arithmetic on symbolic
-    dimensions, which a conversion does not do; should anything use it, it is imported then."""
+def defer_unused() -> None:
+    """Defer what onnx and onnx-ir import for features a conversion does not use; should anything use one, it is
+    imported then.
+
+    * sympy (about half of onnx-ir's import time): onnx-ir needs it only for arithmetic on symbolic dimensions;
+    * the onnx modules `import onnx` loads for its own API (model composition, the text parser and printer, the
+      version converter, proto generation, utils: about 20 ms)."""
     defer_import("sympy")
     defer_import("onnx_ir._symbolic_shapes")  # builds a table of sympy functions when imported
+    for name in ("onnx.compose", "onnx.gen_proto", "onnx.parser", "onnx.printer", "onnx.utils",
+                 "onnx.version_converter"):
+        defer_import(name)

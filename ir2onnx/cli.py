@@ -53,13 +53,13 @@ def _fail(e: BaseException, debug: bool) -> int:
 
 def convert(a: argparse.Namespace) -> int:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
-    from ir2onnx._lazy import defer_symbolic_shapes
+    from ir2onnx._lazy import defer_unused
     from ir2onnx.convert import ort_helper
 
     # started first, so that it imports onnxruntime while this process loads the converters and converts (--check
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
-    defer_symbolic_shapes()  # onnx-ir's sympy is only needed for shape arithmetic the conversion does not do
+    defer_unused()  # sympy, and onnx's own tools: not needed to convert
     with _one_blas_thread():
         import ir2onnx.api  # numpy, onnx and the converters
 

@@ -51,6 +51,18 @@ def test_deferred_module_works_once_used() -> None:
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
+def test_deferred_onnx_tools_work_once_used() -> None:
+    """A conversion defers onnx's own tools (ir2onnx._lazy.defer_unused); code that uses one gets the real module."""
+    code = ("import sys; from ir2onnx._lazy import defer_unused; defer_unused(); import onnx, onnx.helper as oh; "
+            "assert type(sys.modules['onnx.printer']).__name__ == '_Deferred'; "
+            "m = oh.make_model(oh.make_graph([oh.make_node('Relu', ['x'], ['y'])], 'g', "
+            "[oh.make_tensor_value_info('x', 1, [2])], [oh.make_tensor_value_info('y', 1, [2])])); "
+            "assert 'Relu' in onnx.printer.to_text(m); from onnx.compose import merge_models; "
+            "assert onnx.parser.parse_graph and callable(merge_models) and onnx.utils.Extractor; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_api_names_win_over_same_named_subpackages() -> None:
     code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
             "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
