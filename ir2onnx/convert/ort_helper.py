@@ -59,10 +59,11 @@ class Helper:
     @classmethod
     def start(cls) -> Helper | None:
         """A new helper, or None where one would not help (one core, no onnxruntime) or cannot start (it needs
-        POSIX, to be given its reply pipe)."""
+        POSIX, to be given its reply pipe, and a Python interpreter: a frozen application's executable is not one)."""
         import importlib.util
 
-        if os.name != "posix" or _cores() < 2 or importlib.util.find_spec("onnxruntime") is None:
+        if os.name != "posix" or getattr(sys, "frozen", False) or not sys.executable or _cores() < 2 \
+                or importlib.util.find_spec("onnxruntime") is None:
             return None
         # numpy (imported by onnxruntime) starts OpenBLAS's threads, which spin for about 0.1 s of CPU time: on a
         # machine with two cores, the helper's and this process's would slow this process down more than the helper

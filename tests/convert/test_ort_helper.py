@@ -106,6 +106,12 @@ def test_no_helper_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ort_helper.Helper.start() is None
 
 
+def test_no_helper_in_a_frozen_application(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frozen application's executable would run the application itself, not the helper's code."""
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert ort_helper.Helper.start() is None
+
+
 def test_cli_conversion_leaves_onnxruntime_to_the_helper(tmp_path: Path) -> None:
     """`ir2onnx convert` does not import onnxruntime itself where a helper runs and the conversion needs nothing
     else of it (the shipped kernel list is the installed build's)."""
