@@ -72,6 +72,13 @@ class ConstData:
     size: int
 
 
+def _first_positions(ports: tuple[Port, ...]) -> dict[int, int]:
+    positions: dict[int, int] = {}
+    for i, p in enumerate(ports):
+        positions.setdefault(p.id, i)
+    return positions
+
+
 @dataclass(frozen=True)
 class Layer:
     """One `<layer>`; `scope` names the enclosing TensorIterator/Loop layers, for messages."""
@@ -94,16 +101,19 @@ class Layer:
         return f"{self.scope}layer {self.id} '{self.name}' ({self.type}, line {self.line})"
 
     def input_index(self, port_id: int) -> int | None:
-        for i, p in enumerate(self.inputs):
-            if p.id == port_id:
-                return i
-        return None
+        return self._input_indices.get(port_id)
 
     def output_index(self, port_id: int) -> int | None:
-        for i, p in enumerate(self.outputs):
-            if p.id == port_id:
-                return i
-        return None
+        return self._output_indices.get(port_id)
+
+    # port id -> position, the first port of that id (a Split or Concat of thousands of ports is looked up per edge)
+    @cached_property
+    def _input_indices(self) -> dict[int, int]:
+        return _first_positions(self.inputs)
+
+    @cached_property
+    def _output_indices(self) -> dict[int, int]:
+        return _first_positions(self.outputs)
 
     @property
     def bodies(self) -> tuple[Body, ...]:
