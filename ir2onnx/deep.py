@@ -1,8 +1,8 @@
 """Recursion as deep as a network: walks over a value's producers recurse once per layer.
 
 Deriving a value's shape or constant value walks its producers back to the graph's inputs, one Python call per
-layer. A plain chain of a few thousand layers (a deep transformer) exceeds Python's default recursion limit of
-1,000 frames. `deep_call` runs such a walk again, where it ran out, on a thread with a large stack and a recursion
+layer, a few frames each. A plain chain of a few hundred layers (a 24-block transformer encoder) exceeds Python's
+default recursion limit of 1,000 frames. `deep_call` runs such a walk again, where it ran out, on a thread with a large stack and a recursion
 limit to match, instead of failing the conversion.
 """
 

@@ -5,8 +5,8 @@ TensorIterator over an LSTMCell (its gate-reordered weights are computed, so the
 data file), then runs `ir2onnx convert` as a whole process once per weight mode and reports wall time, GB/s of
 weights, peak RSS (VmHWM) and the peak of private memory (anonymous pages: RssAnon, what the process allocated;
 file pages of the mapped .bin are page cache, shared and reclaimable, and are not counted); memory and CPU time
-include the helper process that loads the model in onnxruntime. Next to them: a raw
-read of the .bin and OpenVINO's read_model (when openvino is installed). The page cache is warmed first (the .bin
+include the helper process that loads the model in onnxruntime. Next to them: a raw read of the .bin and OpenVINO's
+read_model (when openvino is installed). The page cache is warmed first (the .bin
 is read once), so the figures measure the converter, not the disk.
 
 Needs `pip install openvino` to build the IR. Usage: python scripts/bench_convert.py [--gb 1.07] [--repeat 3]

@@ -3,9 +3,9 @@
 Every converted model is loaded in an onnxruntime session before it is handed out (validate_onnx). Importing
 onnxruntime takes about 50 ms, a tenth of a whole `ir2onnx convert` of a small model: the command line therefore
 starts a helper process that imports onnxruntime on another core while the conversion runs, and sends it the model
-to load (`Helper.start()`, `using()`). The verdict is the same either way: the same session options, onnxruntime's own error
-message. A helper that cannot start, dies or answers nonsense is dropped and the model is loaded in this process, as
-without it. On a machine with one core the helper would only add its start-up to the conversion: none is started.
+to load (`Helper.start()`, `using()`). The verdict is the same either way: the same session options, onnxruntime's
+own error message. A helper that cannot start, dies or answers nonsense is dropped and the model is loaded in this
+process, as without it. On a machine with one core the helper would only add its start-up to the conversion: none is started.
 
 This module imports nothing heavy: the command line starts the helper before it loads onnx and the converters.
 """

@@ -106,8 +106,8 @@ class _Kernel:
 # the process (a null provider factory is used). Only a build with no such provider is asked; any other build has
 # the same CPU kernels as the CPU build of its version, whose list is shipped (scripts/gen_ort_kernels.py).
 # The shipped list is also used, without asking onnxruntime (its listing took about 0.07 s of every conversion;
-# the final validation still loads onnxruntime), where the installed onnxruntime is the version and platform it was
-# written from. (A custom build of that version with fewer kernels would then get a node it lacks: the final
+# the final validation loads onnxruntime, in a helper process for the command line), where the installed
+# onnxruntime is the version and platform it was written from. (A custom build of that version with fewer kernels would then get a node it lacks: the final
 # validation session refuses the model with that node's name, it is never computed wrongly.)
 _SAFE_PROVIDERS = {"CPUExecutionProvider", "AzureExecutionProvider"}
 KERNEL_TABLE = Path(__file__).with_name("ort_cpu_kernels.json")
