@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import gc
 import logging
 import os
 import sys
@@ -60,8 +61,10 @@ def convert(a: argparse.Namespace) -> int:
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
     defer_unused()  # sympy, and onnx's own tools: not needed to convert
-    with _one_blas_thread():
+    with _one_blas_thread(), _no_gc():
         import ir2onnx.api  # numpy, onnx and the converters
+    if a.own_process:
+        _fewer_gc_passes()
 
     bar = _WriteProgress(not a.quiet and sys.stderr.isatty())
     if a.quiet:
@@ -103,6 +106,28 @@ def _one_blas_thread() -> Iterator[None]:
     finally:
         if ours:
             del os.environ[key]
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector paused: importing creates objects, not garbage."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _fewer_gc_passes() -> None:
+    """For a process that ends after the conversion: what is loaded so far stays, so the collector stops
+    re-examining it (gc.freeze), and it runs after 20,000 new container objects rather than 700. A conversion
+    allocates many objects and little cyclic garbage: the collector took about 6% of converting a 1,500-layer
+    network, and the garbage it found there held no measurable memory."""
+    gc.freeze()
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(20_000, second, third)
 
 
 def check(a: argparse.Namespace) -> int:
@@ -273,7 +298,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     """The console entry point: runs the command and exits with its code."""
     try:
-        code = run(argv)
+        code = run(argv, own_process=argv is None)
         sys.stdout.flush()
     except BrokenPipeError:  # the reader went away (`ir2onnx ops | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
@@ -294,8 +319,9 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def run(argv: Sequence[str] | None = None) -> int:
-    """Parse `argv` (default: the process's arguments), run the command, return its exit code."""
+def run(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
+    """Parse `argv` (default: the process's arguments), run the command, return its exit code. `own_process`: the
+    process runs this command only, and ends after it (process-wide settings may be tuned for it)."""
     handler = logging.StreamHandler(sys.stderr)  # the library's notes (e.g. the opset chosen) go to stderr
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger = logging.getLogger("ir2onnx")
@@ -309,6 +335,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         p = parser()
         a = p.parse_args(argv)
+        a.own_process = own_process
         if a.command is None:
             p.print_help(sys.stderr)
             return EXIT_BAD_INPUT

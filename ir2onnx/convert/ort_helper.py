@@ -17,7 +17,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 # The helper runs `serve()` with the importing process's module search path; it answers on a pipe of its own (its
@@ -83,9 +83,21 @@ class Helper:
 
     def load_error(self, model: bytes) -> str | None:
         """As `load_error(model)`, computed by the helper; HelperFailed when it gives no verdict."""
+        self.send(model)
+        return self.verdict()
+
+    def send(self, model: bytes) -> None:
+        """Send `model` to be loaded; its verdict is read by `verdict()` (one model at a time)."""
         try:
             assert self._proc.stdin is not None
             _send(self._proc.stdin, model)
+        except (OSError, ValueError) as e:
+            self.close()
+            raise HelperFailed(str(e)) from None
+
+    def verdict(self) -> str | None:
+        """The verdict on the model sent last: as `load_error(model)`; HelperFailed when the helper gives none."""
+        try:
             reply = json.loads(_receive(self._replies, _REPLY_LIMIT))
             return None if reply["error"] is None else str(reply["error"])
         except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
@@ -118,13 +130,32 @@ def using(helper: Helper | None) -> Iterator[None]:
 
 def session_load_error(model: bytes) -> str | None:
     """`load_error(model)`, by the active helper when there is one, else in this process."""
+    return start_session_load(model)()
+
+
+def start_session_load(model: bytes) -> Callable[[], str | None]:
+    """Start `session_load_error(model)`: the active helper loads the model while this process goes on; the function
+    returned gives the verdict (waiting for it, or loading the model in this process without a helper). Call it
+    before loading another model."""
     global _active
-    if _active is not None:
+    helper = _active
+    if helper is not None:
         try:
-            return _active.load_error(model)
+            helper.send(model)
         except HelperFailed:
-            _active = None
-    return load_error(model)
+            _active = helper = None
+
+    def verdict() -> str | None:
+        global _active
+        if helper is not None:
+            try:
+                return helper.verdict()
+            except HelperFailed:
+                if _active is helper:
+                    _active = None
+        return load_error(model)
+
+    return verdict
 
 
 def serve(reply_fd: int) -> None:

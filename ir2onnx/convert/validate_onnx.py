@@ -14,8 +14,9 @@ import onnx
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import LAYER_META
-from ir2onnx.convert.ort_helper import session_load_error
+from ir2onnx.convert.ort_helper import start_session_load
 from ir2onnx.errors import InvalidModelError
+from ir2onnx.passes.loop_utils import all_nodes
 from ir2onnx.protos import weightless_proto
 
 _NODE_PATTERNS = (
@@ -33,6 +34,18 @@ def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
     """Raise InvalidModelError unless `model` passes onnx.checker, strict inference and (when `runtime` and
     onnxruntime is importable) loads in an onnxruntime session."""
     proto = weightless_proto(model)
+    # onnxruntime's helper process (if any) loads the model while the checks below run here
+    verdict = start_session_load(proto.SerializeToString()) if runtime else None
+    try:
+        _check(model, proto)
+    finally:
+        error = verdict() if verdict is not None else None  # read even when a check failed: one model at a time
+    if error is not None:
+        raise _error(model, "does not load in onnxruntime", error)
+
+
+def _check(model: ir.Model, proto: onnx.ModelProto) -> None:
+    """onnx.checker and strict shape inference."""
     try:
         onnx.checker.check_model(proto)
         # no data_prop: onnx's data propagation treats every small integer tensor as a shape vector and refuses
@@ -46,18 +59,10 @@ def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
         raise InvalidModelError(f"the converted ONNX model nests {_depth(model.graph)} levels of subgraphs (If/Loop "
                                 "bodies within bodies): more than protobuf reads back (its limit is about 100 "
                                 "message levels, 3 per subgraph), so onnx and onnxruntime cannot load it") from None
-    if runtime:
-        _load_in_onnxruntime(model, proto)
-
-
-def _load_in_onnxruntime(model: ir.Model, proto: onnx.ModelProto) -> None:
-    error = session_load_error(proto.SerializeToString())
-    if error is not None:
-        raise _error(model, "does not load in onnxruntime", error)
 
 
 def _nodes(graph: ir.Graph) -> Iterator[ir.Node]:
-    yield from ir.traversal.RecursiveGraphIterator(graph)
+    yield from all_nodes(graph)
 
 
 def _depth(graph: ir.Graph) -> int:

@@ -21,7 +21,7 @@ from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
-from ir2onnx.passes.loop_utils import LOOP_OPS
+from ir2onnx.passes.loop_utils import LOOP_OPS, all_nodes
 from ir2onnx.passes.prefix_mask import PrefixMaskPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
 from ir2onnx.passes.rnn_scan import RNNAsScanPass
@@ -78,7 +78,7 @@ def _fuse_after_moving_work(model: ir.Model) -> None:
     for stage in ((RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass, SplitStackedCellsPass,
                    SliceReadsAsGathersPass),
                   (LiftLoopInputsPass,)):
-        if not any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+        if not any(n.op_type in LOOP_OPS for n in all_nodes(model.graph)):
             return
         for make in (*stage, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass):
             make()(model)

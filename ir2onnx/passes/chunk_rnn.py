@@ -22,6 +22,8 @@ and batch for chunks; bidirectional nodes with activation_alpha/beta stay whole.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import (
@@ -33,7 +35,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     value_dtype,
 )
 from ir2onnx.passes.gru_scan import min_batch
-from ir2onnx.passes.loop_utils import is_default_domain
+from ir2onnx.passes.loop_utils import all_nodes, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
 CHUNK_BYTES = 1 << 20  # the L2 cache of one core, about
@@ -46,7 +48,7 @@ class ChunkRecurrentPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             if node.op_type in _GATES and is_default_domain(node) and _rewritable(node):
                 sizes = chunk_sizes(node)
                 if sizes is not None or _bidirectional(node):
@@ -88,7 +90,7 @@ def chunk_sizes(node: ir.Node) -> list[int] | None:
     return [steps // n + (i < steps % n) for i in range(n)]
 
 
-def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: set[str]) -> None:
+def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: MutableSet[str]) -> None:
     """Rewrite `node` as one chain of nodes per direction over the time chunks `sizes` ([]: the whole sequence)."""
     em = Emitter(node, root, names)
     lstm = node.op_type == "LSTM"

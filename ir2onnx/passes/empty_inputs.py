@@ -21,7 +21,7 @@ own_weights).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableSet
 
 import numpy as np
 import onnx_ir as ir
@@ -38,7 +38,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     value_dtype,
 )
-from ir2onnx.passes.loop_utils import carried_count, is_default_domain, scan_ints, stacked_outputs
+from ir2onnx.passes.loop_utils import all_nodes, carried_count, is_default_domain, scan_ints, stacked_outputs
 from ir2onnx.passes.static_shapes import infer_shapes
 
 # the axes of X (layout 0: [steps, batch, input]) that must not be empty, per recurrent op
@@ -55,7 +55,7 @@ class GuardEmptyInputsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         def candidates() -> list[ir.Node]:
             with derivations():  # one walk over the producers for all the nodes' shapes
-                return [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if _may_be_empty(n)]
+                return [n for n in all_nodes(model.graph) if _may_be_empty(n)]
 
         guarded = candidates()
         if guarded:  # shapes through the nodes the passes made (a fused node's output read by the next one)
@@ -141,7 +141,7 @@ def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> 
     return branch.op1("Identity", [em.const(zeros, "empty")])
 
 
-def _guard(node: ir.Node, root: ir.Graph, names: set[str], condition: Callable[[Emitter, ir.Node], ir.Value],
+def _guard(node: ir.Node, root: ir.Graph, names: MutableSet[str], condition: Callable[[Emitter, ir.Node], ir.Value],
            empty: Callable[[Emitter, Subgraph, ir.Node, ir.Value], ir.Value]) -> dict[ir.Value, ir.Value]:
     em = Emitter(node, root, names)
     outputs = [v for v in node.outputs if v.uses() or v.is_graph_output()]

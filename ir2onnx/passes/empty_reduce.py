@@ -13,6 +13,8 @@ runs on CUDA too.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import (
@@ -25,7 +27,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     replace_node,
     shape_of,
 )
-from ir2onnx.passes.loop_utils import const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import all_nodes, const_ints, is_default_domain
 
 
 class EmptyReductionsPass(ir.passes.InPlacePass):
@@ -36,10 +38,10 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
         self.replaced: dict[ir.Value, ir.Value] = {}
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        names: set[str] | None = None
+        names: MutableSet[str] | None = None
         modified = False
         with derivations():  # all shapes read before the graph changes: one walk over the producers
-            reductions = [(node, found) for node in ir.traversal.RecursiveGraphIterator(model.graph)
+            reductions = [(node, found) for node in all_nodes(model.graph)
                           if node.op_type.startswith("Reduce") and is_default_domain(node)
                           and (found := _reduced_axes(node)) is not None]
         for node, (dims, axes, negative) in reductions:
@@ -70,7 +72,7 @@ def _reduced_axes(node: ir.Node) -> tuple[Dims, list[int], bool] | None:
     return dims, sorted(a % len(dims) for a in given_axes), min(given_axes) < 0
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: set[str], axes: list[int]) -> ir.Value:
+def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str], axes: list[int]) -> ir.Value:
     """The node with keepdims=1 and its axes (given as it gave them) non-negative, then a Squeeze if it dropped them."""
     em = Emitter(node, root, names)
     attrs = {a.name: a.value for a in node.attributes.values()}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import subgraphs
+from ir2onnx.passes.loop_utils import all_nodes, subgraphs
 
 F16, F32 = ir.DataType.FLOAT16, ir.DataType.FLOAT
 
@@ -136,7 +136,7 @@ class F16AsF32Pass:
 def _names(graph: ir.Graph) -> set[str]:
     """Every value name in `graph` and its subgraphs."""
     names = {v.name for v in (*graph.inputs, *graph.initializers.values()) if v.name}
-    for node in ir.traversal.RecursiveGraphIterator(graph):
+    for node in all_nodes(graph):
         for sub in subgraphs(node):
             names |= {v.name for v in (*sub.inputs, *sub.initializers.values()) if v.name}
         names |= {v.name for v in node.outputs if v.name}

@@ -22,6 +22,8 @@ layer, as a ReverseSequence of an Unsqueeze over seq_axis 2): one copy of the se
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import numpy as np
 import onnx_ir as ir
 
@@ -37,7 +39,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     replace_node,
     shape_of,
 )
-from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, all_nodes, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes, transpose_perm
 
 _RECURRENT = ("LSTM", "GRU", "RNN")
@@ -51,7 +53,7 @@ class DropFullSequenceLensPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
         shapes = StaticShapes()
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             lens = input_at(node, 4)
             if node.op_type in _RECURRENT and is_default_domain(node) and lens is not None \
                     and attr(node, "layout", 0) == 0 and full_length(lens, node.inputs[0], shapes):
@@ -64,8 +66,8 @@ class FullReversalPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
         shapes = StaticShapes()
-        names: set[str] | None = None
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        names: MutableSet[str] | None = None
+        for node in list(all_nodes(model.graph)):
             x, lens = node.inputs[0] if node.inputs else None, input_at(node, 1)
             if node.op_type != "ReverseSequence" or not is_default_domain(node) or lens is None \
                     or not full_length(lens, x, shapes, int(attr(node, "time_axis", 0))):  # type: ignore[arg-type]
@@ -76,7 +78,7 @@ class FullReversalPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
     """Replace the full-length ReverseSequence `node` by a Slice with step -1 on its time axis (of the input of the
     Transposes around it, when there are such: `_inverse_transposes_around`)."""
     source, target = node.inputs[0], node.outputs[0]

@@ -12,14 +12,14 @@ import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
 from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer, through
-from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, all_nodes, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
 
 class FullScatterPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             if node.op_type == "ScatterND" and is_default_domain(node) and not node.outputs[0].is_graph_output() \
                     and _is_full(node):
                 node.outputs[0].replace_all_uses_with(node.inputs[2])  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ Y / Y_h / Y_c by the same glue, fusion does not change what the model computes (
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableSet
 
 import numpy as np
 import onnx_ir as ir
@@ -43,7 +44,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     through,
     view_root,
 )
-from ir2onnx.passes.loop_utils import inherit_meta, keep_read_scan_inputs, scan_ints
+from ir2onnx.passes.loop_utils import all_nodes, inherit_meta, keep_read_scan_inputs, scan_ints
 from ir2onnx.passes.static_shapes import infer_shapes
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
         fused = last = _process(model.graph, model.graph, names)
         rounds = 1
         while last and rounds < _MAX_ROUNDS and any(n.op_type in _LOOPS
-                                                   for n in ir.traversal.RecursiveGraphIterator(model.graph)):
+                                                   for n in all_nodes(model.graph)):
             # a loop reading a fused one's output sees that output's shape (which its proofs need) only once
             # shapes are inferred through the new node: infer, try the loops left again
             RemoveUnusedNodesPass()(model)  # a peeled cell's nodes, and its step read, leave the body
@@ -76,7 +77,7 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=fused > 0)
 
 
-def _process(graph: ir.Graph, root: ir.Graph, names: set[str]) -> int:
+def _process(graph: ir.Graph, root: ir.Graph, names: MutableSet[str]) -> int:
     """Fuse inner loops first, then the loops of `graph`; returns the number of loops fused."""
     fused = 0
     for node in list(graph):
@@ -160,7 +161,7 @@ def _used(v: ir.Value) -> bool:
     return bool(v.uses()) or v.is_graph_output()
 
 
-def fuse_loop(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def fuse_loop(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
     """Replace the Scan/Loop `node` by the fused recurrent node (or take its first cell out: _peel); NoMatch, with
     the reason, leaves it as it is."""
     view = analyse_scan(node) if node.op_type == "Scan" else analyse_loop(node)

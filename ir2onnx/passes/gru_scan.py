@@ -24,6 +24,8 @@ up to float rounding (h' = n + z (h - n) for (1 - z) n + z h; the two z/r biases
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import numpy as np
 import onnx_ir as ir
 
@@ -39,7 +41,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     value_dtype,
 )
-from ir2onnx.passes.loop_utils import is_default_domain
+from ir2onnx.passes.loop_utils import all_nodes, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
 MIN_BATCH = 16
@@ -50,7 +52,7 @@ class GRUAsScanPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             if node.op_type == "GRU" and is_default_domain(node) and _activations(node) is not None \
                     and _supported(node):
                 modified |= _rewrite(node, model.graph, names)
@@ -89,7 +91,7 @@ def min_batch(hidden: int) -> int:
     return max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> bool:
+def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
     x = node.inputs[0]
     assert x is not None
     hidden = int(attr(node, "hidden_size"))  # type: ignore[arg-type]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import is_default_domain, take_place
+from ir2onnx.passes.loop_utils import all_nodes, is_default_domain, take_place
 
 
 class RemoveIdentityPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             modified |= _remove(node)
         return ir.passes.PassResult(model, modified=modified)
 

@@ -9,6 +9,8 @@ loop's cost per iteration before, 1.00-1.05x after. Loops without a condition in
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name, input_at
@@ -25,7 +27,7 @@ class LoopConditionPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _return_condition_input(loop: ir.Node, body: ir.Graph, names: set[str]) -> bool:
+def _return_condition_input(loop: ir.Node, body: ir.Graph, names: MutableSet[str]) -> bool:
     out, cond_in = body.outputs[0], body.inputs[1]
     copy = out.producer()
     source = copy.inputs[0] if copy is not None and copy.op_type == "Identity" and is_default_domain(copy) else out

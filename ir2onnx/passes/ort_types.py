@@ -48,6 +48,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ir2onnx.passes.loop_utils import all_nodes
+
 log = logging.getLogger("ir2onnx")
 
 UNSUPPORTED_META = "ir2onnx.ort_unsupported"
@@ -390,7 +392,7 @@ def _session_accepts(node: ir.Node, opset: int) -> bool:
 
 
 def _all_nodes(graph: ir.Graph) -> list[ir.Node]:
-    return list(ir.traversal.RecursiveGraphIterator(graph))
+    return list(all_nodes(graph))
 
 
 class OrtTypesPass(ir.passes.InPlacePass):

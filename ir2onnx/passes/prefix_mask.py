@@ -28,7 +28,7 @@ default inputs (integers in [0, 3], so masks with holes) runs the loop; the test
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableSet
 
 import onnx_ir as ir
 
@@ -48,7 +48,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     view_root,
 )
-from ir2onnx.passes.loop_utils import LOOP_OPS, is_default_domain
+from ir2onnx.passes.loop_utils import LOOP_OPS, all_nodes, is_default_domain
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class PrefixMaskPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             if node.op_type == "Loop" and is_default_domain(node) and node.graph is not None \
                     and not node.meta.get(_KEPT):
                 try:
@@ -92,7 +92,7 @@ def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
     raise NoMatch("no step mask")
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
     before = set(root.initializers)
     em = Emitter(node, root, names)
     try:
@@ -187,8 +187,8 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
     try:
         _fuse_copy(copy, graph, em, lens, used, shifted)
     except NoMatch:
-        _unread([copy, *ir.traversal.RecursiveGraphIterator(copy.attributes["body"].value),
-                 *ir.traversal.RecursiveGraphIterator(graph)])
+        _unread([copy, *all_nodes(copy.attributes["body"].value),
+                 *all_nodes(graph)])
         raise
     return graph
 
@@ -233,7 +233,7 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
         _roll_back(em, graph, per_step, lens)
     if lens_t is not lens:
         _skip_round_trip(lens, lens_t)
-    if any(n.op_type in LOOP_OPS for n in ir.traversal.RecursiveGraphIterator(graph)):
+    if any(n.op_type in LOOP_OPS for n in all_nodes(graph)):
         raise NoMatch("the rewritten loop was fused only in part")
     own_weights(graph)
 

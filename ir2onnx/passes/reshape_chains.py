@@ -23,7 +23,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
-from ir2onnx.passes.loop_utils import inherit_meta, is_default_domain, take_place
+from ir2onnx.passes.loop_utils import all_graphs, inherit_meta, is_default_domain, take_place
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
@@ -33,7 +33,7 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         rewriter = _Rewriter(model.graph)
         modified = False
-        for graph in (model.graph, *model.graph.subgraphs()):
+        for graph in list(all_graphs(model.graph)):
             modified |= rewriter.fold_shapes(graph)
             modified |= rewriter.reduce_transposes(graph)
             modified |= rewriter.collapse_chains(graph)

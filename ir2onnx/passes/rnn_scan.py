@@ -14,6 +14,8 @@ projection).
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import numpy as np
 import onnx_ir as ir
 
@@ -28,7 +30,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     shape_of,
     value_dtype,
 )
-from ir2onnx.passes.loop_utils import is_default_domain
+from ir2onnx.passes.loop_utils import all_nodes, is_default_domain
 
 _ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "softsign": "Softsign",
                 "softplus": "Softplus"}
@@ -38,7 +40,7 @@ class RNNAsScanPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        for node in list(all_nodes(model.graph)):
             if node.op_type == "RNN" and is_default_domain(node) and _supported(node):
                 _lower(node, model.graph, names)
                 modified = True
@@ -64,7 +66,7 @@ def _transposed(em: Emitter, w: ir.Value) -> ir.Value:
     return em.op1("Transpose", [em.squeeze(w, [0])], {"perm": [1, 0]})
 
 
-def _lower(node: ir.Node, root: ir.Graph, names: set[str]) -> None:
+def _lower(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
     em = Emitter(node, root, names)
     x, w, r = node.inputs[0], node.inputs[1], node.inputs[2]
     b, h0 = input_at(node, 3), input_at(node, 5)

@@ -16,6 +16,7 @@ attributes, constant kernels of the same input channels and kernel size, all wit
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import MutableSet
 
 import numpy as np
 import onnx_ir as ir
@@ -53,7 +54,7 @@ def _key(node: ir.Node) -> tuple[object, ...] | None:
     return id(node.graph), id(node.inputs[0]), attrs, w.shape[1:], w.dtype.str, b is not None
 
 
-def _merge(nodes: list[ir.Node], root: ir.Graph, names: set[str]) -> None:
+def _merge(nodes: list[ir.Node], root: ir.Graph, names: MutableSet[str]) -> None:
     graph = nodes[0].graph
     assert graph is not None
     order = {n: i for i, n in enumerate(graph)}

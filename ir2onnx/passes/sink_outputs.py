@@ -14,6 +14,7 @@ StackedOutputsPass.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
 from dataclasses import dataclass
 
 import onnx_ir as ir
@@ -137,7 +138,7 @@ def _fits(step: _Step) -> bool:
 
 
 def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
-          chain: tuple[ir.Value, list[_Step]], names: set[str]) -> None:
+          chain: tuple[ir.Value, list[_Step]], names: MutableSet[str]) -> None:
     start, steps = chain
     old = loop.outputs[index - 1 if loop.op_type == "Loop" else index]
     hint = old.name or "stacked"

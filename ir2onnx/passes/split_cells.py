@@ -19,6 +19,7 @@ subgraphs or initializers of their own, and Loops, are left as they are.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
 from dataclasses import dataclass
 
 import onnx_ir as ir
@@ -87,7 +88,7 @@ def _cut(body: ir.Graph, n_state: int) -> _Cut | None:
     return None
 
 
-def _split(scan: ir.Node, outer: ir.Graph, names: set[str]) -> ir.Node | None:
+def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | None:
     """Cut `scan` after its first cell; returns the Scan of the rest, or None when it is left as it is."""
     body = scan.attributes["body"].as_graph()
     n_scan = scan.attributes["num_scan_inputs"].as_int()

@@ -10,6 +10,8 @@ one constant axis.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name
@@ -31,7 +33,7 @@ class StackedOutputsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> bool:
+def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[str]) -> bool:
     modified = False
     new_axes: list[int] = []
     for i, axis in stacked_outputs(loop, body):
@@ -57,7 +59,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
     return modified
 
 
-def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: set[str]) -> None:
+def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: MutableSet[str]) -> None:
     """The loop now stacks values without the unit axis: its readers read `out` with that axis added back."""
     hint = out.name or "stacked"
     axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))

@@ -10,6 +10,8 @@ transposed back by P^-1 there. Pure data movement: the results are the same bits
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name, producer
@@ -28,7 +30,7 @@ class CarriedLayoutPass(ir.passes.InPlacePass):
 
 
 def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: int, body_out: int, state: int,
-                      names: set[str]) -> bool:
+                      names: MutableSet[str]) -> bool:
     """Carry state `state` (body input `body_in`, body output `body_out`, loop input `body_in`, loop output `state`)
     as its body's transposed layout when the body reads it through one permutation only and returns it through the
     inverse one."""

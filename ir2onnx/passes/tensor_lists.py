@@ -16,6 +16,8 @@ If(rows stacked) stacked else initial.
 
 from __future__ import annotations
 
+from collections.abc import MutableSet
+
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_loops import State, buffer_row, loop_iterations
@@ -40,7 +42,7 @@ class TensorListOutputsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) -> bool:
+def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[str]) -> bool:
     try:
         it = loop_iterations(loop)
     except NoMatch:
@@ -82,7 +84,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: set[str]) ->
     return True
 
 
-def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Graph, names: set[str]) -> ir.Value:
+def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Value:
     """If(stacked has rows) stacked else init: the buffer's value after a loop that may run no iteration (its shape
     then is the initial one's, which a Where would broadcast)."""
     hint = f"{loop.name}/rows"
@@ -113,7 +115,7 @@ def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Grap
     return result
 
 
-def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: set[str]) -> None:
+def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: MutableSet[str]) -> None:
     """A ScatterND writing Transpose(Unsqueeze(r, [0]), perm) with perm[0] = 0 (OpenVINO moves layout Transposes past
     the Unsqueeze: a Keras ConvLSTM2D's NCHW row to its NHWC buffer; on run-time shapes behind the Reshape and Slice
     that clip the write) writes Unsqueeze(Transpose(r, perm[1:] - 1), [0]): the same tensor, with the row itself a

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
+from ir2onnx.passes.loop_utils import all_nodes
+
 
 class RemoveUnusedSubgraphInitializersPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         removed = 0
-        for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        for node in all_nodes(model.graph):
             for attr in node.attributes.values():
                 if attr.type == ir.AttributeType.GRAPH:
                     removed += _remove_unused(attr.as_graph())

@@ -101,6 +101,35 @@ def test_conversion_refusal_names_the_layer_through_the_helper(monkeypatch: pyte
     assert "(Reshape, line " in str(helped.value) and "does not load in onnxruntime" in str(helped.value)
 
 
+def test_checker_refusal_while_the_helper_loads(monkeypatch: pytest.MonkeyPatch, helper: ort_helper.Helper) -> None:
+    """The helper loads the model while the ONNX checker runs here: a model the checker refuses gets the checker's
+    error, as without a helper, and the helper's verdict on it is read, so the next model gets its own."""
+    breakage = {b[0]: b for b in BREAKAGES}["arity"]
+    with monkeypatch.context() as m:
+        _break(m, breakage[1], breakage[2])
+        with pytest.raises(InvalidModelError) as in_process:
+            ir2onnx.convert_to_ir(TI)
+    with ort_helper.using(helper):
+        with monkeypatch.context() as m:
+            _break(m, breakage[1], breakage[2])
+            with pytest.raises(InvalidModelError) as helped:
+                ir2onnx.convert_to_ir(TI)
+        assert str(helped.value) == str(in_process.value)
+        assert "fails the ONNX checker" in str(helped.value)
+        assert ort_helper._active is helper
+        ir2onnx.convert_to_ir(TI)  # loads
+        assert helper.load_error(NO_KERNEL) == ort_helper.load_error(NO_KERNEL)
+        assert ort_helper._active is helper
+
+
+def test_start_session_load_without_helper_loads_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded = []
+    monkeypatch.setattr(ort_helper, "load_error", lambda model: loaded.append(model))
+    verdict = ort_helper.start_session_load(LOADS)
+    assert loaded == []  # nothing is loaded in this process until the verdict is asked for
+    assert verdict() is None and loaded == [LOADS]
+
+
 def test_no_helper_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ort_helper, "_cores", lambda: 1)
     assert ort_helper.Helper.start() is None
