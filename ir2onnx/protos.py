@@ -43,7 +43,13 @@ def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
     infos = {vi.name: vi for vi in (*inferred.input, *inferred.value_info, *inferred.output)}
     for value in (*graph.inputs, *(o for n in graph for o in n.outputs)):
         info = infos.get(value.name) if value.name else None
-        if info is None or not info.type.WhichOneof("value"):
+        if info is None:
+            continue
+        which = info.type.WhichOneof("value")
+        if which == "tensor_type":
+            _read_tensor_type(value, info.type.tensor_type)
+            continue
+        if which is None:
             continue
         shape = ir.serde.deserialize_type_proto_for_shape(info.type)
         if shape is not None and value.shape != shape:
@@ -64,3 +70,36 @@ def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
             elif attr.type == ir.AttributeType.GRAPHS:
                 for body, body_proto in zip(attr.as_graphs(), found.graphs):
                     read_inferred(body, body_proto)
+
+
+def _read_tensor_type(value: ir.Value, tensor_type: onnx.TypeProto.Tensor) -> None:
+    """As onnx-ir's deserialisers of a tensor TypeProto's shape and type, without their per-call overhead (reading
+    back 1,300 values took about 40 ms with them): a shape equal to the value's is not replaced."""
+    if tensor_type.HasField("shape"):
+        dims: list[int | str | None] = []
+        for d in tensor_type.shape.dim:
+            if d.denotation:  # kept by the general reader
+                dims = []
+                value.shape = ir.serde.deserialize_tensor_shape(tensor_type.shape)
+                break
+            which = d.WhichOneof("value")
+            dims.append(d.dim_value if which == "dim_value" else d.dim_param if which == "dim_param" else None)
+        else:
+            if not _same_dims(value.shape, dims):
+                value.shape = ir.Shape([d if isinstance(d, int) else ir.SymbolicDim(d) for d in dims], frozen=True)
+    if tensor_type.elem_type:
+        dtype = ir.DataType(tensor_type.elem_type)
+        if value.dtype != dtype:
+            value.dtype = dtype
+
+
+def _same_dims(shape: ir.Shape | None, dims: list[int | str | None]) -> bool:
+    if shape is None or len(shape) != len(dims):
+        return False
+    for have, want in zip(shape, dims):
+        if isinstance(want, int):
+            if have != want or not isinstance(have, int):
+                return False
+        elif isinstance(have, int) or have.value != want:
+            return False
+    return True

@@ -132,6 +132,8 @@ def _int(el: etree._Element, attr: str, what: str, default: int | None = None) -
 def split_names(raw: str) -> tuple[str, ...]:
     """Comma-separated tensor names; a literal comma is written `\\,`. Spaces are part of a name, as OpenVINO reads
     them (`a, b` names `a` and ` b`)."""
+    if "\\" not in raw:  # no escaped comma: a plain split (this runs for every port)
+        return tuple(p for p in raw.split(",") if p.strip())
     parts = re.split(r"(?<!\\),", raw)
     return tuple(p.replace("\\,", ",") for p in parts if p.strip())
 

@@ -39,7 +39,7 @@ _GRAPH_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
 def _holds_graphs(node: ir.Node) -> bool:
-    return node.op_type in _GRAPH_HOLDERS or not is_default_domain(node)
+    return node.op_type in _GRAPH_HOLDERS or node.domain not in ("", "ai.onnx")
 
 
 def all_nodes(graph: ir.Graph) -> Iterator[ir.Node]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
+from ir2onnx.passes.fuse_rnn_util import all_names, attributes, fresh_name
 from ir2onnx.passes.loop_utils import all_graphs, inherit_meta, is_default_domain, take_place
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
@@ -63,7 +63,7 @@ class _Rewriter:
               attrs: dict[str, object] | None = None) -> ir.Node:
         name = self._fresh(f"{like.name or op_type}/{op_type.lower()}")
         out = ir.Value(name=self._fresh(f"{name}_out"), type=_type_of(dtype_of), shape=ir.Shape(shape))
-        node = ir.Node("", op_type, inputs, ir.convenience.convert_attributes(attrs or {}), outputs=[out], name=name)
+        node = ir.Node("", op_type, inputs, attributes(attrs), outputs=[out], name=name)
         return inherit_meta(node, like)
 
     def _reshape(self, x: ir.Value, shape: Shape, like: ir.Node) -> ir.Node:

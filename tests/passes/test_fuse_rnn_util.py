@@ -105,3 +105,34 @@ def test_derivations_block_walks_each_value_once(monkeypatch: pytest.MonkeyPatch
     calls[0] = 0
     assert all(fuse_rnn_util.shape_of(v) == (None, 8) for v in values[:30])
     assert calls[0] == sum(range(1, 31))  # without the block: each query walks back to the input
+
+
+ATTRIBUTE_VALUES = {
+    "int": 3, "negative int": -1, "bool": True, "float": 0.25, "string": "Tanh", "ints": [1, 0, 2], "int tuple": (0,),
+    "floats": [0.5, 1.0], "strings": ["Sigmoid", "Tanh"],
+    "graph": ir.Graph([], [], nodes=[], name="body"),
+    "tensor": ir.tensor(np.float32([1, 2])),
+}
+
+
+@pytest.mark.parametrize("kind", ATTRIBUTE_VALUES, ids=list(ATTRIBUTE_VALUES))
+def test_attributes_as_onnx_ir_converts_them(kind: str) -> None:
+    value = ATTRIBUTE_VALUES[kind]
+    (fast,) = fuse_rnn_util.attributes({"a": value})
+    (general,) = ir.convenience.convert_attributes({"a": value})
+    assert (fast.name, fast.type) == (general.name, general.type)
+    if fast.type == ir.AttributeType.GRAPH:
+        assert fast.value is general.value
+    elif fast.type == ir.AttributeType.TENSOR:
+        assert np.array_equal(fast.value.numpy(), general.value.numpy())
+    else:
+        assert list(fast.value) == list(general.value) if isinstance(general.value, (list, tuple)) \
+            else fast.value == general.value
+
+
+@pytest.mark.parametrize("value", [np.int64(2), [1, 2.5]], ids=["numpy int", "mixed list"])
+def test_attributes_refuses_what_onnx_ir_refuses(value: object) -> None:
+    with pytest.raises(TypeError):
+        ir.convenience.convert_attributes({"a": value})
+    with pytest.raises(TypeError):
+        fuse_rnn_util.attributes({"a": value})

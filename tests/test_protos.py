@@ -1,0 +1,82 @@
+"""Reading inferred types back (protos.read_inferred): what onnx-ir's own deserialisers read, faster."""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper
+
+from ir2onnx.protos import read_inferred
+
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _with_denotation() -> onnx.TypeProto:
+    t = helper.make_tensor_type_proto(F, [2, "n"])
+    t.tensor_type.shape.dim[0].denotation = "DATA_BATCH"
+    return t
+
+
+TYPES = {
+    "static": helper.make_tensor_type_proto(F, [2, 3]),
+    "symbolic": helper.make_tensor_type_proto(F, ["batch", 3]),
+    "unknown dim": helper.make_tensor_type_proto(I64, [None, 0]),
+    "scalar": helper.make_tensor_type_proto(I64, []),
+    "no shape": helper.make_tensor_type_proto(F, None),
+    "no element type": helper.make_tensor_type_proto(0, [4]),
+    "denotation": _with_denotation(),
+    "sequence": helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, [5])),
+}
+STARTS = {
+    "none": (None, None),
+    "same": (ir.DataType.FLOAT, ir.Shape([2, 3])),
+    "stale": (ir.DataType.DOUBLE, ir.Shape([7, ir.SymbolicDim("m")])),
+    "symbolic": (ir.DataType.FLOAT, ir.Shape(["batch", 3])),
+}
+
+
+def _read(type_proto: onnx.TypeProto, start: tuple) -> ir.Value:  # type: ignore[type-arg]
+    value = ir.Value(name="v", type=None, shape=start[1])
+    if start[0] is not None:
+        value.dtype = start[0]
+    graph = ir.Graph([value], [], nodes=[], name="g")
+    inferred = helper.make_graph([], "g", [helper.make_value_info("v", type_proto)], [])
+    read_inferred(graph, inferred)
+    return value
+
+
+def _expected(type_proto: onnx.TypeProto, start: tuple) -> tuple:  # type: ignore[type-arg]
+    """What the reader did with onnx-ir's deserialisers."""
+    dtype, shape = start
+    found_shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+    if found_shape is not None and shape != found_shape:
+        shape = found_shape
+    found_type = ir.serde.deserialize_type_proto_for_type(type_proto)
+    if found_type is not None and dtype != found_type.dtype:
+        dtype = found_type.dtype
+    return dtype, shape
+
+
+@pytest.mark.parametrize("start", STARTS, ids=list(STARTS))
+@pytest.mark.parametrize("case", TYPES, ids=list(TYPES))
+def test_read_inferred_reads_as_onnx_ir(case: str, start: str) -> None:
+    value = _read(TYPES[case], STARTS[start])
+    if case == "no element type":  # onnx-ir's reader makes it UNDEFINED: a type known before is kept instead
+        dtype, shape = STARTS[start][0], ir.serde.deserialize_type_proto_for_shape(TYPES[case])
+    else:
+        dtype, shape = _expected(TYPES[case], STARTS[start])
+    assert value.dtype == dtype
+    assert value.shape == shape
+    if shape is not None:
+        assert list(value.shape) == list(shape)  # dims, symbolic names included
+        assert [d.value if isinstance(d, ir.SymbolicDim) else d for d in value.shape] == \
+            [d.value if isinstance(d, ir.SymbolicDim) else d for d in shape]
+        assert [value.shape.get_denotation(i) for i in range(len(shape))] == \
+            [shape.get_denotation(i) for i in range(len(shape))]
+
+
+def test_an_equal_shape_is_kept() -> None:
+    shape = ir.Shape(["batch", 3])
+    value = _read(TYPES["symbolic"], (ir.DataType.FLOAT, shape))
+    assert value.shape is shape
