@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import onnx
@@ -14,8 +14,8 @@ import onnx_ir as ir
 
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
-from ir2onnx.convert.validate_onnx import validate_model
-from ir2onnx.errors import ConversionError
+from ir2onnx.convert.validate_onnx import start_validation, validate_model
+from ir2onnx.errors import ConversionError, InvalidModelError
 from ir2onnx.ir import load
 from ir2onnx.passes import apply_default_passes, fuse_recurrent
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
@@ -38,34 +38,70 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     outputs keep their type).
     `device`: the onnxruntime execution provider the model is made for, "cpu" or "cuda". For "cuda", fused RNN and
     GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them)."""
+    model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
+                        device=device, defer=False)
+    return model
+
+
+class _Deferred(NamedTuple):
+    """onnxruntime's verdict on an optimised model, not yet read (`verdict` raises _Refused), and the conversion
+    without the passes to fall back on (`plain(error)`), as convert_to_ir falls back."""
+
+    verdict: Callable[[], None]
+    plain: Callable[[Exception], ir.Model]
+
+
+class _Refused(Exception):
+    """onnxruntime refused the optimised model (its InvalidModelError is the argument)."""
+
+
+def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
+             f16_as_f32: bool, device: str, defer: bool) -> tuple[ir.Model, _Deferred | None]:
+    """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
+    to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
         raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
-    out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
-    passed = False
-    if fuse or optimize:
-        try:
-            if fuse:
-                fuse_recurrent(out)
-            if optimize:
-                apply_default_passes(out, fuse=fuse, device=device)
-            _for_runtime(out)  # not an optimisation: what onnxruntime needs to run the model
-            layer_map.refresh(out)  # passes may have removed values
-            validate_model(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
-            passed = True
-        except Exception as e:  # noqa: BLE001  a defect in a pass must not cost the conversion
-            first = str(e).splitlines()[0] if str(e) else ""
+
+    def plain(error: Exception | None) -> ir.Model:
+        """The plain translation, the reference the passes preserve (after a pass failed with `error`)."""
+        if error is not None:
+            first = str(error).splitlines()[0] if str(error) else ""
             log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
-                        "fusion or optimisations", type(e).__name__, first)
-            # the plain translation, the reference the passes preserve
-            out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
-    if not passed:
+                        "fusion or optimisations", type(error).__name__, first)
+        out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
         _for_runtime(out)
         layer_map.refresh(out)
         validate_model(out)  # a translation defect: its own error, which names the layer
-    # keep the weights' memory map alive as long as the model that views it
+        out.meta["ir2onnx.weights"] = weights  # keep the weights' memory map alive as long as the model viewing it
+        return out
+
+    if not (fuse or optimize):
+        return plain(None), None
+    out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
+    try:
+        if fuse:
+            fuse_recurrent(out)
+        if optimize:
+            apply_default_passes(out, fuse=fuse, device=device)
+        _for_runtime(out)  # not an optimisation: what onnxruntime needs to run the model
+        layer_map.refresh(out)  # passes may have removed values
+        verdict = start_validation(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
+        if not defer:
+            verdict()
+    except Exception as e:  # noqa: BLE001  a defect in a pass must not cost the conversion
+        return plain(e), None
     out.meta["ir2onnx.weights"] = weights
-    return out
+    if not defer:
+        return out, None
+
+    def refused() -> None:
+        try:
+            verdict()
+        except InvalidModelError as e:
+            raise _Refused(e) from None
+
+    return out, _Deferred(refused, plain)
 
 
 def _for_runtime(model: ir.Model) -> None:
@@ -103,14 +139,20 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     inputs = {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}
     if out.resolve() in inputs or (out.parent / (out.name + ".data")).resolve() in inputs:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model = convert_to_ir(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                          device=device)
-    return _write_model(model, out, weights, progress)
+    model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
+                               device=device, defer=True)
+    if deferred is None:
+        return _write_model(model, out, weights, progress)
+    try:  # onnxruntime loads the model (in its helper process) while the files are written
+        return _write_model(model, out, weights, progress, before_commit=deferred.verdict)
+    except _Refused as refused:  # nothing was left behind: convert without the passes, as convert_to_ir does
+        return _write_model(deferred.plain(refused.args[0]), out, weights, progress)
 
 
-def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Progress | None = None) -> Path:
+def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Progress | None = None,
+                 before_commit: Callable[[], None] | None = None) -> Path:
     """The one write path: `model` (from convert_to_ir) to `out` in the given weight mode."""
-    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress)
+    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress, before_commit)
 
 
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,

@@ -75,10 +75,12 @@ def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) ->
 
 
 def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str | None = None,
-                progress: Progress | None = None) -> Path:
+                progress: Progress | None = None, before_commit: Callable[[], None] | None = None) -> Path:
     """Write `model` to `out` (and `out`.data when needed) atomically. Returns `out`.
 
     A stale `out`.data from an earlier conversion is removed when the new model does not use that file.
+    `before_commit` runs once the files are written under temporary names, before they take their places; should
+    it raise, they are removed and nothing is left behind.
     """
     mode = resolve_weight_mode(mode, out, weights)
     out_dir = out.parent
@@ -118,6 +120,8 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
             v.const_value = _external(v.const_value, location, off, out_dir)  # type: ignore[arg-type]
         with open(tmp, "wb") as f:
             f.write(ir.to_proto(model).SerializeToString())
+        if before_commit is not None:
+            before_commit()
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the files the usual permissions
         if to_data:
             os.chmod(tmp_data, 0o666 & ~_umask())

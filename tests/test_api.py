@@ -136,3 +136,83 @@ def test_a_failing_pass_falls_back_to_the_plain_translation(monkeypatch: pytest.
     plain = ir2onnx.convert(TI, optimize=False, fuse=False)
     assert [n.op_type for n in got.graph.node] == [n.op_type for n in plain.graph.node]
     assert [o.name for o in got.graph.output] == [o.name for o in plain.graph.output]
+
+
+def _no_kernel(model: ir.Model, **_: object) -> None:
+    """A pass with a defect only onnxruntime finds: a ReduceMean of uint64 (the ONNX checker accepts it; onnxruntime
+    has no kernel for it) added to the first output's path."""
+    y = model.graph.outputs[0]
+    cast = ir.Node("", "Cast", [y], [ir.AttrInt64("to", ir.DataType.UINT64)], name="to_u64")
+    mean = ir.Node("", "ReduceMean", [cast.outputs[0]], [ir.AttrInt64("keepdims", 1)], name="no_kernel")
+    back = ir.Node("", "Cast", [mean.outputs[0]], [ir.AttrInt64("to", y.dtype)], name="back")
+    zero = ir.Node("", "Mul", [back.outputs[0], model.graph.initializers.get("no_kernel_zero") or
+                                _register_zero(model)], name="times_zero")
+    add = ir.Node("", "Add", [y, zero.outputs[0]], name="plus")
+    for node, dtype in ((cast, ir.DataType.UINT64), (mean, ir.DataType.UINT64), (back, y.dtype), (zero, y.dtype),
+                        (add, y.dtype)):
+        model.graph.append(node)
+        node.outputs[0].dtype = dtype
+    add.outputs[0].shape = y.shape
+    add.outputs[0].name, y.name = y.name, f"{y.name}_before"
+    model.graph.outputs[0] = add.outputs[0]
+
+
+def _register_zero(model: ir.Model) -> ir.Value:
+    zero = ir.Value(name="no_kernel_zero", const_value=ir.tensor(np.float32(0), name="no_kernel_zero"))
+    model.graph.register_initializer(zero)
+    return zero
+
+
+@pytest.mark.parametrize("helped", [False, True], ids=["in-process", "helper"])
+@pytest.mark.parametrize("weights", ["reference", "copy"])
+def test_convert_file_falls_back_when_onnxruntime_refuses_the_optimised_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, helped: bool,
+        weights: str) -> None:
+    """convert_file writes the files while onnxruntime loads the optimised model, and reads its verdict before they
+    take their places: refused, the files are dropped and the plain translation is written, as convert_to_ir
+    returns it (with its warning)."""
+    import shutil
+
+    from ir2onnx.convert import ort_helper
+
+    ir_dir = tmp_path / "ir"
+    shutil.copytree(TI.parent, ir_dir)
+    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", _no_kernel)
+    helper = ort_helper.Helper.start() if helped else None
+    if helped and helper is None:
+        pytest.skip("no helper on this machine (one core, not POSIX, or no onnxruntime)")
+    real_write, writes = ir2onnx.api.write_model, []
+
+    def counted_write(*args: Any, **kwargs: Any) -> Path:
+        writes.append(args[0])
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(ir2onnx.api, "write_model", counted_write)
+    with ort_helper.using(helper), caplog.at_level(logging.WARNING, logger="ir2onnx"):
+        out = ir2onnx.convert_file(ir_dir / "model.xml", ir_dir / "m.onnx", weights=weights)
+    assert "the optimisation passes failed (InvalidModelError:" in caplog.text
+    assert "does not load in onnxruntime" in caplog.text
+    assert len(writes) == 2  # the optimised model's files were written, then dropped
+    written = onnx.load(str(out), load_external_data=False)
+    plain = ir2onnx.convert(TI, optimize=False, fuse=False)
+    assert [n.op_type for n in written.graph.node] == [n.op_type for n in plain.graph.node]
+    assert "ReduceMean" not in {n.op_type for n in written.graph.node}
+    left = {p.name for p in ir_dir.iterdir()}
+    assert {"model.xml", "model.bin", "m.onnx"} <= left <= {"model.xml", "model.bin", "m.onnx", "m.onnx.data"}
+    assert ("m.onnx.data" in left) == any(  # no temporary file left, and the data file only when the model uses it
+        init.data_location == onnx.TensorProto.EXTERNAL and init.external_data[0].value == "m.onnx.data"
+        for init in written.graph.initializer)
+    rng = np.random.default_rng(0)
+    feed = {"X": rng.standard_normal((1, 25, 64)).astype(np.float32), "H0": np.zeros((1, 32), np.float32),
+            "C0": np.zeros((1, 32), np.float32)}
+    np.testing.assert_array_equal(run_onnxruntime(str(out), feed)[0], run_onnxruntime(plain, feed)[0])
+
+
+def test_convert_to_ir_refuses_in_place_what_onnxruntime_refuses(monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The same defect through convert_to_ir: the verdict is waited for, and the plain translation returned."""
+    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", _no_kernel)
+    with caplog.at_level(logging.WARNING, logger="ir2onnx"):
+        got = ir2onnx.convert(TI)
+    assert "the optimisation passes failed (InvalidModelError:" in caplog.text
+    assert "ReduceMean" not in {n.op_type for n in got.graph.node}

@@ -8,7 +8,7 @@ graph inputs instead (ir2onnx.protos).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import onnx
 import onnx_ir as ir
@@ -33,15 +33,29 @@ _ELEM_TYPE = re.compile(r"elem type: \((\d+)\) vs \((\d+)\)")
 def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
     """Raise InvalidModelError unless `model` passes onnx.checker, strict inference and (when `runtime` and
     onnxruntime is importable) loads in an onnxruntime session."""
+    start_validation(model, runtime=runtime)()
+
+
+def start_validation(model: ir.Model, *, runtime: bool = True) -> Callable[[], None]:
+    """`validate_model(model)` in two steps: the ONNX checks run now (raising InvalidModelError), and the function
+    returned gives onnxruntime's verdict (raising InvalidModelError if it refuses the model). With a helper process
+    (ort_helper), onnxruntime loads the model there from now on, while this process goes on (the checks, writing the
+    files). The model must not change before the verdict is asked for; ask for it before validating another."""
     proto = weightless_proto(model)
-    # onnxruntime's helper process (if any) loads the model while the checks below run here
     verdict = start_session_load(proto.SerializeToString()) if runtime else None
     try:
         _check(model, proto)
-    finally:
-        error = verdict() if verdict is not None else None  # read even when a check failed: one model at a time
-    if error is not None:
-        raise _error(model, "does not load in onnxruntime", error)
+    except BaseException:
+        if verdict is not None:
+            verdict()  # read even when a check failed: one model at a time
+        raise
+
+    def runtime_verdict() -> None:
+        error = verdict() if verdict is not None else None
+        if error is not None:
+            raise _error(model, "does not load in onnxruntime", error)
+
+    return runtime_verdict
 
 
 def _check(model: ir.Model, proto: onnx.ModelProto) -> None:
@@ -128,4 +142,4 @@ def _type_name(code: str) -> str:
         return f"({code})"
 
 
-__all__ = ["validate_model"]
+__all__ = ["start_validation", "validate_model"]
