@@ -29,8 +29,11 @@ def onnx_dtype(et: ElementType) -> ir.DataType:
     return ir.DataType[_ET_TO_ONNX[et.name]]
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/\-]")
+
+
 def _sanitize(hint: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_.:/\-]", "_", hint).strip("_") or "t"
+    s = _UNSAFE.sub("_", hint).strip("_") or "t"
     return s[:120]
 
 

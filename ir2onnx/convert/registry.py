@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -37,6 +38,7 @@ NEWEST_OPSET = 17
 _OPSET17_TYPES = {"parameter", "convert", "shapeof", "erfinv", "rgbtonv12", "bgrtonv12"}
 
 
+@functools.cache  # a network has a few distinct versions and many layers
 def _opset_number(version: str) -> int:
     m = re.fullmatch(r"opset(\d+)", version.strip())
     if not m:
@@ -66,6 +68,7 @@ def converter(op_types: str | Sequence[str], *versions: str, onnx_opset: int = B
                 if n in slot and slot[n] is not fn:
                     raise RuntimeError(f"two converters for {t} opset{n}")
                 slot[n] = fn
+        _FOUND.clear()
         return fn
 
     return deco
@@ -89,8 +92,21 @@ def _load_all() -> None:
     ops.load_all()
 
 
+_FOUND: dict[tuple[str, str], Converter | None] = {}  # lookup's answers: a network asks for a few types many times
+
+
 def lookup(op_type: str, version: str) -> Converter | None:
     """The converter OpenVINO's reader would pick: the newest op version at or below the layer's opset."""
+    try:
+        return _FOUND[(op_type, version)]
+    except KeyError:
+        pass
+    found = _lookup(op_type, version)
+    _FOUND[(op_type, version)] = found
+    return found
+
+
+def _lookup(op_type: str, version: str) -> Converter | None:
     key = _ALIASES.get(op_type.lower(), op_type.lower())
     _load(key)
     slot = _REGISTRY.get(key)

@@ -120,7 +120,7 @@ class Layer:
         """Every nested graph: the TensorIterator/Loop body, or the If branches."""
         return ((self.body,) if self.body is not None else ()) + self.branches
 
-    @property
+    @cached_property
     def type_key(self) -> str:
         return self.type.lower()
 

@@ -7,6 +7,7 @@ an IR v10's legacy output names: `name` for an op of one output, `name.index` fo
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ir2onnx.ir.model import Layer
@@ -34,6 +35,7 @@ _COUNTS: dict[str, tuple[int, int]] = {
 }
 
 
+@functools.cache  # a network has a few distinct versions and many layers
 def _opset(version: str) -> int:
     """The opset number of a layer's `version` (OpenVINO reads `experimental` and `extension` ops as opset6)."""
     m = re.fullmatch(r"\s*opset(\d+)\s*", version)

@@ -217,25 +217,36 @@ def _schema(op: str, domain: str, opset: int) -> onnx.defs.OpSchema | None:
         return None
 
 
-def _binding(node: ir.Node, schema: onnx.defs.OpSchema) -> tuple[dict[str, list[tuple[str, int]]], dict[str, DT]] | None:
-    """Which inputs/outputs each type constraint binds and the type it has; None when a type is unknown or
-    inconsistent."""
+@functools.cache
+def _formals(op: str, opset: int) -> tuple[list[str | None], list[str | None]]:
+    """The type constraint each formal input and output of the op's schema is typed by (None: a fixed type). Read
+    once per op: onnx's schema accessors build new Python objects at every call (about 20 us a node)."""
+    schema = _schema(op, "", opset)
+    assert schema is not None
     names = {c.type_param_str for c in schema.type_constraints}
+    return ([f.type_str if f.type_str in names else None for f in schema.inputs],
+            [f.type_str if f.type_str in names else None for f in schema.outputs])
+
+
+def _binding(node: ir.Node, opset: int) -> tuple[dict[str, list[tuple[str, int]]], dict[str, DT]] | None:
+    """Which inputs/outputs each type constraint binds and the type it has; None when a type is unknown or
+    inconsistent. (The node's op has a schema at `opset`.)"""
     ports: dict[str, list[tuple[str, int]]] = {}
     types: dict[str, DT] = {}
-    for side, values, formals in (("in", node.inputs, schema.inputs), ("out", node.outputs, schema.outputs)):
+    ins, outs = _formals(node.op_type, opset)
+    for side, values, formals in (("in", node.inputs, ins), ("out", node.outputs, outs)):
         for i, v in enumerate(values):
             if v is None or not formals:
                 continue
-            formal = formals[min(i, len(formals) - 1)]
-            if formal.type_str not in names:
+            constraint = formals[min(i, len(formals) - 1)]
+            if constraint is None:
                 continue
             if v.type is None or not isinstance(v.type, ir.TensorType):
                 return None
             dt = v.type.dtype
-            if types.setdefault(formal.type_str, dt) != dt:
+            if types.setdefault(constraint, dt) != dt:
                 return None
-            ports.setdefault(formal.type_str, []).append((side, i))
+            ports.setdefault(constraint, []).append((side, i))
     return ports, types
 
 
@@ -418,7 +429,7 @@ class OrtTypesPass(ir.passes.InPlacePass):
             if schema is None or not found:  # no CPU kernel at all: a function onnxruntime expands, or not ours
                 continue
             usable = [k for k in found if k.since[0] <= schema.since_version <= k.since[1]]
-            bound = _binding(node, schema)
+            bound = _binding(node, opset)
             if not usable or bound is None:
                 continue
             ports, types = bound
