@@ -38,7 +38,7 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
         self.replaced: dict[ir.Value, ir.Value] = {}
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
-        names: MutableSet[str] | None = None
+        names = all_names(model.graph)  # collected when first used
         modified = False
         with derivations():  # all shapes read before the graph changes: one walk over the producers
             reductions = [(node, found) for node in all_nodes(model.graph)
@@ -49,7 +49,6 @@ class EmptyReductionsPass(ir.passes.InPlacePass):
             drops_empty = not attr(node, "keepdims", 1) and not all(positive[a] for a in axes)
             if not drops_empty and not (negative and not all(positive)):
                 continue
-            names = names if names is not None else all_names(model.graph)
             old = node.outputs[0]
             self.replaced[old] = _rewrite(node, model.graph, names, axes)
             modified = True

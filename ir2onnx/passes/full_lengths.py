@@ -66,13 +66,12 @@ class FullReversalPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
         shapes = StaticShapes()
-        names: MutableSet[str] | None = None
+        names = all_names(model.graph)  # collected when first used
         for node in list(all_nodes(model.graph)):
             x, lens = node.inputs[0] if node.inputs else None, input_at(node, 1)
             if node.op_type != "ReverseSequence" or not is_default_domain(node) or lens is None \
                     or not full_length(lens, x, shapes, int(attr(node, "time_axis", 0))):  # type: ignore[arg-type]
                 continue
-            names = names if names is not None else all_names(model.graph)
             _reverse_as_slice(node, model.graph, names)
             modified = True
         return ir.passes.PassResult(model, modified=modified)
