@@ -79,7 +79,6 @@ def _read_tensor_type(value: ir.Value, tensor_type: onnx.TypeProto.Tensor) -> No
         dims: list[int | str | None] = []
         for d in tensor_type.shape.dim:
             if d.denotation:  # kept by the general reader
-                dims = []
                 value.shape = ir.serde.deserialize_tensor_shape(tensor_type.shape)
                 break
             which = d.WhichOneof("value")

@@ -38,35 +38,35 @@ def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
 _GRAPH_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 
-def _holds_graphs(node: ir.Node) -> bool:
-    return node.op_type in _GRAPH_HOLDERS or node.domain not in ("", "ai.onnx")
+def _inner_graphs(node: ir.Node) -> Iterator[ir.Graph]:
+    """`subgraphs(node)`, read only for the nodes that can hold graphs."""
+    if node.op_type in _GRAPH_HOLDERS or node.domain not in ("", "ai.onnx"):
+        yield from subgraphs(node)
 
 
 def all_nodes(graph: ir.Graph) -> Iterator[ir.Node]:
     """Every node of `graph` and of its subgraphs, each node before those of its subgraphs: the order of onnx-ir's
-    RecursiveGraphIterator, about 5x faster (only nodes that can hold graphs have their attributes read; every pass
+    RecursiveGraphIterator, about 3x faster (only nodes that can hold graphs have their attributes read; every pass
     walks the whole model, which on a 1,500-layer network cost 2.5 ms a walk)."""
     for node in graph:
         yield node
-        if _holds_graphs(node):
-            for sub in subgraphs(node):
-                yield from all_nodes(sub)
+        for sub in _inner_graphs(node):
+            yield from all_nodes(sub)
 
 
 def all_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
     """`graph`, then every subgraph in it at any depth."""
     yield graph
     for node in graph:
-        if _holds_graphs(node):
-            for sub in subgraphs(node):
-                yield from all_graphs(sub)
+        for sub in _inner_graphs(node):
+            yield from all_graphs(sub)
 
 
 def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, ir.Graph]]:
     """(loop node, its body, the graph holding the node) for every ONNX Loop/Scan, bodies before the loops that
     hold them, so that what moves out of an inner loop can move on out of the outer one."""
     for node in list(graph):
-        for sub in subgraphs(node) if _holds_graphs(node) else ():
+        for sub in _inner_graphs(node):
             yield from loops_innermost_first(sub)
         if node.op_type in LOOP_OPS and is_default_domain(node) and node.graph is graph:
             yield node, node.attributes["body"].as_graph(), graph
