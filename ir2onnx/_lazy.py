@@ -30,7 +30,7 @@ def defer_import(name: str) -> ModuleType:
     """
     if name in sys.modules:
         return sys.modules[name]
-    parent = name.rpartition(".")[0]
+    parent, _, child = name.rpartition(".")
     if parent and parent not in sys.modules:  # a submodule: finding its spec would import the parent now
         spec = None
     else:
@@ -40,6 +40,8 @@ def defer_import(name: str) -> ModuleType:
     stand_in = _Deferred(name)
     stand_in.__spec__ = spec
     sys.modules[name] = stand_in
+    if parent in sys.modules:  # `import a.b` then reads `a.b` as an attribute of a
+        setattr(sys.modules[parent], child, stand_in)
     return stand_in
 
 
@@ -49,9 +51,15 @@ def defer_unused() -> None:
 
     * sympy (about half of onnx-ir's import time): onnx-ir needs it only for arithmetic on symbolic dimensions;
     * the onnx modules `import onnx` loads for its own API (model composition, the text parser and printer, the
-      version converter, proto generation, utils: about 20 ms)."""
+      version converter, proto generation, utils: about 20 ms);
+    * protobuf's text and JSON formats, which onnx imports to save models in them (about 8 ms);
+    * hashlib (and OpenSSL), which onnx-ir imports for a pass that deduplicates initializers (about 4 ms)."""
     defer_import("sympy")
     defer_import("onnx_ir._symbolic_shapes")  # builds a table of sympy functions when imported
     for name in ("onnx.compose", "onnx.gen_proto", "onnx.parser", "onnx.printer", "onnx.utils",
                  "onnx.version_converter"):
+        defer_import(name)
+    import google.protobuf  # the package alone (its version): its modules are imported as attributes of it
+
+    for name in ("google.protobuf.json_format", "google.protobuf.text_format", "hashlib"):
         defer_import(name)

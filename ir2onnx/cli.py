@@ -61,10 +61,8 @@ def convert(a: argparse.Namespace) -> int:
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
     defer_unused()  # sympy, and onnx's own tools: not needed to convert
-    with _one_blas_thread(), _no_gc():
+    with _one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
         import ir2onnx.api  # numpy, onnx and the converters
-    if a.own_process:
-        _fewer_gc_passes()
 
     bar = _WriteProgress(not a.quiet and sys.stderr.isatty())
     if a.quiet:
@@ -109,25 +107,24 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector paused: importing creates objects, not garbage."""
+def _no_gc(*, fewer_passes_after: bool = False) -> Iterator[None]:
+    """Python's cyclic garbage collector paused: importing creates objects, not garbage. `fewer_passes_after`: for a
+    process that ends after the conversion, what was loaded stays, so the collector stops examining it (gc.freeze,
+    before it runs again: its first pass after the imports would examine their ~70,000 objects, about 20 ms), and it
+    runs after 20,000 new container objects rather than 700. A conversion allocates many objects and little cyclic
+    garbage: the collector took about 6% of converting a 1,500-layer network, and the garbage it found there held no
+    measurable memory."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if fewer_passes_after:
+            gc.freeze()
+            _, second, third = gc.get_threshold()
+            gc.set_threshold(20_000, second, third)
         if was:
             gc.enable()
-
-
-def _fewer_gc_passes() -> None:
-    """For a process that ends after the conversion: what is loaded so far stays, so the collector stops
-    re-examining it (gc.freeze), and it runs after 20,000 new container objects rather than 700. A conversion
-    allocates many objects and little cyclic garbage: the collector took about 6% of converting a 1,500-layer
-    network, and the garbage it found there held no measurable memory."""
-    gc.freeze()
-    _, second, third = gc.get_threshold()
-    gc.set_threshold(20_000, second, third)
 
 
 def check(a: argparse.Namespace) -> int:

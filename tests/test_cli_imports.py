@@ -58,7 +58,14 @@ def test_deferred_onnx_tools_work_once_used() -> None:
             "m = oh.make_model(oh.make_graph([oh.make_node('Relu', ['x'], ['y'])], 'g', "
             "[oh.make_tensor_value_info('x', 1, [2])], [oh.make_tensor_value_info('y', 1, [2])])); "
             "assert 'Relu' in onnx.printer.to_text(m); from onnx.compose import merge_models; "
-            "assert onnx.parser.parse_graph and callable(merge_models) and onnx.utils.Extractor; print('ok')")
+            "assert onnx.parser.parse_graph and callable(merge_models) and onnx.utils.Extractor; "
+            # protobuf's text and JSON formats, and hashlib: deferred too, each works once used
+            "deferred = [type(sys.modules[n]).__name__ for n in ('google.protobuf.text_format', "
+            "'google.protobuf.json_format', 'hashlib')]; assert deferred == ['_Deferred'] * 3, deferred; "
+            "from onnx.serialization import registry; "
+            "assert b'ir_version' in registry.get('textproto').serialize_proto(m); "
+            "assert b'\"ir_version\"' in registry.get('json').serialize_proto(m); "
+            "import hashlib; assert hashlib.sha256(b'').hexdigest().startswith('e3b0c442'); print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
@@ -112,5 +119,21 @@ def test_conversion_loads_numpy_with_one_blas_thread(user: str | None, expected:
     if user is not None:
         env["OPENBLAS_NUM_THREADS"] = user
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+                       check=False)
+    assert r.stdout.split() == expected.split(), r.stderr
+
+
+@pytest.mark.parametrize(("fewer", "expected"), [(True, "0 True 20000 True"), (False, "1 False 700 True")])
+def test_collector_examines_no_import_after_a_conversion_process_imports(fewer: bool, expected: str) -> None:
+    """The imports' objects are frozen before the collector runs again, where the process ends after the command:
+    its first pass would otherwise examine all of them (about 20 ms). Elsewhere the collector is left as it was."""
+    code = ("import gc, sys; from ir2onnx.cli import _no_gc\n"
+            "gc.set_threshold(700, 10, 10); runs = []\n"
+            "gc.callbacks.append(lambda phase, info: runs.append(info) if phase == 'start' else None)\n"
+            "with _no_gc(fewer_passes_after=sys.argv[1] == 'True'):\n"
+            "    loaded = [[i] for i in range(50_000)]\n"
+            "after = [[i] for i in range(100)]\n"
+            "print(len(runs), gc.get_freeze_count() >= 50_000, gc.get_threshold()[0], gc.isenabled())")
+    r = subprocess.run([sys.executable, "-c", code, str(fewer)], capture_output=True, text=True, cwd=ROOT, timeout=120,
                        check=False)
     assert r.stdout.split() == expected.split(), r.stderr

@@ -81,6 +81,21 @@ def test_packed_4bit_weights_are_referenced_in_the_bin(tmp_path: Path) -> None:
     runs_like_openvino(xml, out)
 
 
+def test_grouped_convolution_weights_are_referenced_in_the_bin(tmp_path: Path) -> None:
+    """GroupConvolution's [G, O, I, k...] weights become ONNX's [G*O, I, k...]: the same bytes, so referenced."""
+    rng = np.random.default_rng(0)
+    x = ops.parameter([1, 8, 9, 9], np.float32, name="x")
+    w = rng.standard_normal((4, 6, 2, 3, 3)).astype(np.float32)
+    y = ops.group_convolution(x, ops.constant(w), [1, 1], [1, 1], [1, 1], [1, 1])
+    xml = tmp_path / "model.xml"
+    ov.save_model(ov.Model([y], [x], "grouped"), str(xml), compress_to_fp16=False)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="reference")
+    assert list(locations(out).values()) == [("model.bin", 0, w.nbytes)]
+    assert not (tmp_path / "m.onnx.data").exists()
+    onnx.checker.check_model(str(out))
+    assert_equivalent(xml, rng_inputs([((1, 8, 9, 9), np.float32)]), proto=onnx.load(str(out)))
+
+
 def test_reference_from_a_parent_directory_survives_moving_both(tmp_path: Path) -> None:
     xml = mixed_weights_ir(tmp_path / "project" / "ir", computed=False)
     out = ir2onnx.convert_file(xml, tmp_path / "project" / "m.onnx", weights="reference")
