@@ -59,7 +59,8 @@ def defer_unused() -> None:
     for name in ("onnx.compose", "onnx.gen_proto", "onnx.parser", "onnx.printer", "onnx.utils",
                  "onnx.version_converter"):
         defer_import(name)
-    import google.protobuf  # the package alone (its version): its modules are imported as attributes of it
-
+    # the package alone (it sets its version): the deferred modules are bound as its attributes, where `import
+    # google.protobuf.text_format` reads them
+    importlib.import_module("google.protobuf")
     for name in ("google.protobuf.json_format", "google.protobuf.text_format", "hashlib"):
         defer_import(name)
