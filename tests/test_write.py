@@ -96,6 +96,36 @@ def test_grouped_convolution_weights_are_referenced_in_the_bin(tmp_path: Path) -
     assert_equivalent(xml, rng_inputs([((1, 8, 9, 9), np.float32)]), proto=onnx.load(str(out)))
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_weights_two_layers_share_are_computed_and_written_once(tmp_path: Path, compressed: bool) -> None:
+    """Two GroupConvolutions sharing their weights, and two LSTMCells sharing theirs (gate-reordered by the
+    conversion): each result is one initializer, written once to the data file (f32, or f16 weights decompressed)."""
+    rng = np.random.default_rng(0)
+    x = ops.parameter([1, 8, 9, 9], np.float32, name="x")
+    w = ops.constant(rng.standard_normal((4, 6, 2, 3, 3)).astype(np.float32))
+    convs = [ops.group_convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1]).output(0) for _ in range(2)]
+    hidden, size = 16, 12
+    cell_w = ops.constant(rng.standard_normal((4 * hidden, size)).astype(np.float32))
+    cell_r = ops.constant(rng.standard_normal((4 * hidden, hidden)).astype(np.float32))
+    cell_b = ops.constant(rng.standard_normal(4 * hidden).astype(np.float32))
+    xs = [ops.parameter([2, size], np.float32, name=f"x{i}") for i in range(2)]
+    h0 = ops.constant(np.zeros((2, hidden), np.float32))
+    cells = [ops.lstm_cell(xi, h0, h0, cell_w, cell_r, cell_b, hidden).output(0) for xi in xs]
+    xml = tmp_path / "model.xml"
+    ov.save_model(ov.Model([*convs, *cells], [x, *xs], "shared"), str(xml), compress_to_fp16=compressed)
+    out = ir2onnx.convert_file(xml, tmp_path / "m.onnx", weights="copy")
+    sizes = sorted(n for _, _, n in locations(out).values())
+    # the convolutions' weights and the cells' W and R, once each (tensors up to 1 KiB, the cells' bias among them,
+    # stay inline; f16 weights stay f16, decompressed in the graph)
+    itemsize = 2 if compressed else 4
+    expected = [n * itemsize for n in (4 * 6 * 2 * 9, 4 * hidden * size, 4 * hidden * hidden) if n * itemsize > 1024]
+    assert sizes == sorted(expected), sizes
+    assert (tmp_path / "m.onnx.data").stat().st_size == sum(sizes)
+    onnx.checker.check_model(str(out))
+    inputs = rng_inputs([((1, 8, 9, 9), np.float32), ((2, size), np.float32), ((2, size), np.float32)])
+    assert_equivalent(xml, inputs, proto=onnx.load(str(out)))
+
+
 def test_reference_from_a_parent_directory_survives_moving_both(tmp_path: Path) -> None:
     xml = mixed_weights_ir(tmp_path / "project" / "ir", computed=False)
     out = ir2onnx.convert_file(xml, tmp_path / "project" / "m.onnx", weights="reference")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -102,6 +102,7 @@ class GraphBuilder:
         self.opset_needs: list[OpsetNeed] = []  # used on the root only
         self.opset_forced = parent.opset_forced if parent else False  # the user chose the opset
         self._const_cache: dict[tuple[Any, ...], ir.Value] = {}
+        self._derived: dict[tuple[Any, ...], tuple[np.ndarray, ir.Value]] = {}
         self._produced: set[ir.Value] = set()
 
     # ---- values
@@ -143,6 +144,19 @@ class GraphBuilder:
         v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
         v.shape = ir.Shape(array.shape)
         self.root.initializers.append(v)
+        return v
+
+    def derived_initializer(self, source: np.ndarray, how: Hashable, make: Callable[[np.ndarray], np.ndarray],
+                            hint: str = "w") -> ir.Value:
+        """An initializer computed from the weight array `source` by `make(source)` (a reordering, a reshape), made
+        once for each memory `source` views and each `how` (the layers sharing a weight share the result: written
+        once). The source is held while cached, so no other array can take its memory meanwhile."""
+        key = (source.__array_interface__["data"][0], source.shape, source.strides, source.dtype.str, how)
+        found = self.root._derived.get(key)
+        if found is not None:
+            return found[1]
+        v = self.initializer(make(source), hint)
+        self.root._derived[key] = (source, v)
         return v
 
     def packed_initializer(self, packed: np.ndarray, dtype: ir.DataType, shape: Sequence[int],

@@ -70,8 +70,9 @@ def _group_weights(ctx: LayerContext, i: int, what: str) -> tuple[ir.Value, int]
     w = ctx.const(i)
     if w is not None:
         # a view of the weights where they are contiguous (as in the .bin): referenced or copied from there
-        flat = np.ascontiguousarray(w).reshape((w.shape[0] * w.shape[1],) + w.shape[2:])
-        return b.initializer(flat, "weights"), int(w.shape[0])
+        flat = b.derived_initializer(w, "groups merged", lambda a: np.ascontiguousarray(a).reshape(
+            (a.shape[0] * a.shape[1],) + a.shape[2:]), "weights")
+        return flat, int(w.shape[0])
     dims = ctx.input_dims(i)
     if dims[0] is None or dims[0] < 0:
         raise ctx.error(f"{what} needs a static group count")

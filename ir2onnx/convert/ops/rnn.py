@@ -22,9 +22,11 @@ def reorder_gates(ctx: LayerContext, value: ir.Value, order: Sequence[int], arr:
     if list(order) == sorted(order):
         return value
     if arr is not None:
-        blocks = np.split(np.asarray(arr), len(order), axis=axis)
-        # a new array, weight-sized: kept as it is (b.const would copy it and key its cache by its bytes)
-        return ctx.b.initializer(np.concatenate([blocks[i] for i in order], axis=axis), "w")
+        def reordered(a: np.ndarray) -> np.ndarray:
+            blocks = np.split(a, len(order), axis=axis)
+            return np.concatenate([blocks[i] for i in order], axis=axis)
+
+        return ctx.b.derived_initializer(np.asarray(arr), ("gates", tuple(order), axis), reordered)
     attrs: dict[str, int] = {"axis": axis}
     if ctx.opset >= 18:
         attrs["num_outputs"] = len(order)
