@@ -6,6 +6,8 @@ The conversion asks onnxruntime for its CPU kernels (to compute each node in an 
 Builds with other providers (onnxruntime-gpu) cannot be asked safely and have the same CPU kernels as the CPU build
 of their version: they use this table, and so does the CPU build of the version and platform it was written
 from (the conversion then need not import onnxruntime). Regenerate it with the newest CPU onnxruntime installed.
+The table holds one row a line: a conversion reads it a line at a time and decodes only the rows of its model's ops
+(ort_types._shipped_kernels).
 """
 
 from __future__ import annotations

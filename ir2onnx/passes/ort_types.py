@@ -148,21 +148,41 @@ def listed_cpu_kernels() -> list[tuple[str, str, tuple[int, int], dict[str, list
     return sorted(found, key=lambda k: (*k[:3], json.dumps(k[3])))
 
 
-def _shipped_kernels() -> dict:
-    table = json.loads(KERNEL_TABLE.read_text())
-    log.debug("onnxruntime's CPU kernels as listed by onnxruntime %s on %s (%s)", table["onnxruntime"],
-              table.get("platform"), KERNEL_TABLE)
-    return table
+def _shipped_kernels() -> tuple[dict[str, str], dict[tuple[str, str], list[str]]]:
+    """The shipped table's header (onnxruntime's version, the platform) and its rows by (domain, op), each row as its
+    JSON text: scripts/gen_ort_kernels.py writes one row a line, and a conversion decodes only the rows of the ops
+    its model has (decoding all 1,500 took about 5 ms of every conversion)."""
+    head, *lines = KERNEL_TABLE.read_text().splitlines()
+    header = json.loads(head + "]}")  # {"onnxruntime": ..., "platform": ..., "kernels": [
+    del header["kernels"]
+    rows: dict[tuple[str, str], list[str]] = {}
+    for line in lines:
+        if line.startswith('["'):  # ["domain","op",[first,last],{constraints}], (the last line closes the table)
+            _, domain, _, op, _ = line.split('"', 4)
+            rows.setdefault(_op_key(domain, op), []).append(line.rstrip(","))
+    log.debug("onnxruntime's CPU kernels as listed by onnxruntime %s on %s (%s)", header["onnxruntime"],
+              header.get("platform"), KERNEL_TABLE)
+    return header, rows
+
+
+def _op_key(domain: str, op: str) -> tuple[str, str]:
+    return ("" if domain in ("", "ai.onnx") else domain, op)
+
+
+def _rows_by_op(rows: Sequence[Sequence]) -> dict[tuple[str, str], list[str]]:
+    """Listed kernels (listed_cpu_kernels) as the shipped table holds them."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        found.setdefault(_op_key(row[0], row[1]), []).append(json.dumps(list(row)))
+    return found
 
 
 class _KernelIndex:
-    """(domain, op) -> onnxruntime's CPU kernels for that op. A list has about 2,000 rows and a model uses a few
-    dozen ops: a row becomes a `_Kernel` when its op is first asked for (all at once took about 25 ms)."""
+    """(domain, op) -> onnxruntime's CPU kernels for that op. A list has about 1,500 rows and a model uses a few
+    dozen ops: an op's rows are decoded and become `_Kernel`s when the op is first asked for."""
 
-    def __init__(self, rows: Sequence[Sequence]) -> None:
-        self._rows: dict[tuple[str, str], list[Sequence]] = {}
-        for domain, op, *rest in rows:
-            self._rows.setdefault(("" if domain in ("", "ai.onnx") else domain, op), []).append(rest)
+    def __init__(self, rows: dict[tuple[str, str], list[str]]) -> None:
+        self._rows = rows  # (domain, op) -> the JSON text of each of its rows
         self._made: dict[tuple[str, str], list[_Kernel]] = {}
 
     def __contains__(self, key: tuple[str, str]) -> bool:
@@ -174,10 +194,13 @@ class _KernelIndex:
             if rows is None:
                 return None
             by_name = _types_by_name()
-            self._made[key] = [_Kernel((int(since[0]), int(since[1])),
-                                       {name: frozenset(by_name[t] for t in types if t in by_name)
-                                        for name, types in constraints.items()})
-                               for since, constraints in rows]
+            made = []
+            for row in rows:
+                _, _, since, constraints = json.loads(row)
+                made.append(_Kernel((int(since[0]), int(since[1])),
+                                    {name: frozenset(by_name[t] for t in types if t in by_name)
+                                     for name, types in constraints.items()}))
+            self._made[key] = made
         return self._made[key]
 
 
@@ -185,15 +208,15 @@ class _KernelIndex:
 def _cpu_kernels() -> _KernelIndex | None:
     """onnxruntime's CPU kernels by (domain, op), or None without onnxruntime."""
     version = installed_onnxruntime_version()
-    table = _shipped_kernels()
-    if version is not None and (version, kernel_platform()) == (table["onnxruntime"], table.get("platform")):
-        return _KernelIndex(table["kernels"])
+    header, shipped = _shipped_kernels()
+    if version is not None and (version, kernel_platform()) == (header["onnxruntime"], header.get("platform")):
+        return _KernelIndex(shipped)
     try:
         from onnxruntime.capi import _pybind_state as ort_c
     except ImportError:
         return None
-    return _KernelIndex(listed_cpu_kernels() if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS
-                        else table["kernels"])
+    return _KernelIndex(_rows_by_op(listed_cpu_kernels()) if set(ort_c.get_available_providers()) <= _SAFE_PROVIDERS
+                        else shipped)
 
 
 @functools.cache

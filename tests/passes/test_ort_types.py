@@ -229,6 +229,23 @@ def test_shipped_table_is_the_installed_cpu_build_list() -> None:
     assert listed == table["kernels"], "regenerate it: python scripts/gen_ort_kernels.py"
 
 
+def test_table_read_by_op_is_the_whole_table() -> None:
+    """The conversion reads the shipped table a line a row, grouped by op, decoding only the ops it asks about: the
+    rows and header it finds are exactly the JSON file's, and so are the kernels built from them."""
+    table = json.loads(ort_types.KERNEL_TABLE.read_text())
+    header, rows = ort_types._shipped_kernels()
+    assert header == {k: v for k, v in table.items() if k != "kernels"}
+    read = [json.loads(r) for group in rows.values() for r in group]
+    assert sorted(map(json.dumps, read)) == sorted(map(json.dumps, table["kernels"]))
+    for key, group in rows.items():
+        assert all(ort_types._op_key(*json.loads(r)[:2]) == key for r in group)
+    from_listing = ort_types._KernelIndex(ort_types._rows_by_op(table["kernels"]))
+    shipped = ort_types._KernelIndex(rows)
+    for key in rows:
+        assert key in from_listing and shipped.get(key) == from_listing.get(key)
+    assert shipped.get(("", "NoSuchOp")) is None and ("", "NoSuchOp") not in shipped
+
+
 def test_other_versions_ask_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another version of the CPU build is asked for its own list, not given the table."""
     if not set(ort.get_available_providers()) <= ort_types._SAFE_PROVIDERS:
