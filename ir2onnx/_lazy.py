@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
+import os
+import re
 import sys
 from types import ModuleType
 from typing import Any
@@ -14,11 +17,23 @@ class _Deferred(ModuleType):
 
     def __getattr__(self, attr: str) -> Any:  # called only for attributes not set on the stand-in
         name = self.__name__
+        if attr == "__path__" and self._find_package():  # importing a submodule: the package's code need not run
+            return self.__path__
         if sys.modules.get(name) is self:
             del sys.modules[name]
         real = importlib.import_module(name)
         self.__dict__.update(real.__dict__)  # later reads find the real attributes directly
         return getattr(real, attr)
+
+    def _find_package(self) -> bool:
+        """Where the stand-in is a package's, set its `__path__` and `__spec__` (the parent is imported by now)."""
+        parent = sys.modules.get(self.__name__.rpartition(".")[0]) if "." in self.__name__ else None
+        path = getattr(parent, "__path__", None) if parent is not None else None
+        spec = importlib.machinery.PathFinder.find_spec(self.__name__, path)
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        self.__spec__, self.__path__ = spec, spec.submodule_search_locations
+        return True
 
 
 def defer_import(name: str) -> ModuleType:
@@ -45,6 +60,53 @@ def defer_import(name: str) -> ModuleType:
     return stand_in
 
 
+def _distribution_version(name: str) -> str:
+    """`importlib.metadata.version(name)` without importing importlib.metadata (email, zipfile, csv...: 15-30 ms),
+    where the first distribution of that name on sys.path is a plain `.dist-info` directory, as pip installs them;
+    anything else (an egg, a zip on the path, no Version header) is left to importlib.metadata."""
+    wanted = re.sub(r"[-_.]+", "_", name).lower()  # as importlib.metadata normalises names
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except FileNotFoundError:
+            continue
+        except OSError:  # a zip file, or unreadable: importlib.metadata knows what to do
+            break
+        for child in children:
+            low = child.lower()
+            stem, dot, kind = low.rpartition(".")
+            if dot and kind in ("dist-info", "egg-info", "egg") and \
+                    re.sub(r"[-_.]+", "_", stem.partition("-")[0]) == wanted:
+                if kind == "dist-info":
+                    version = _metadata_version(os.path.join(entry or ".", child, "METADATA"))
+                    if version is not None:
+                        return version
+                return _real_metadata().version(name)
+    return _real_metadata().version(name)
+
+
+def _metadata_version(path: str) -> str | None:
+    """The Version header of a distribution's METADATA file (headers end at the first empty line), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    return None
+                key, colon, value = line.partition(":")
+                if colon and key.strip().lower() == "version":
+                    return value.strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _real_metadata() -> ModuleType:
+    stand_in = sys.modules.get("importlib.metadata")
+    if isinstance(stand_in, _Deferred):
+        stand_in.__getattr__("version")  # imports the real module; the stand-in takes its attributes
+    return importlib.import_module("importlib.metadata")
+
+
 def defer_unused() -> None:
     """Defer what onnx and onnx-ir import for features a conversion does not use; should anything use one, it is
     imported then.
@@ -53,7 +115,18 @@ def defer_unused() -> None:
     * the onnx modules `import onnx` loads for its own API (model composition, the text parser and printer, the
       version converter, proto generation, utils: about 20 ms);
     * protobuf's text and JSON formats, which onnx imports to save models in them (about 8 ms);
-    * hashlib (and OpenSSL), which onnx-ir imports for a pass that deduplicates initializers (about 4 ms)."""
+    * hashlib (and OpenSSL), which onnx-ir imports for a pass that deduplicates initializers (about 4 ms);
+    * importlib.metadata (email, zipfile, csv...: 15-30 ms), from which `import onnx` reads only its own version:
+      the stand-in answers `version` from the distribution's METADATA file;
+    * onnx-ir's `passes.common` package, which imports all 17 of its passes (about 8 ms): ir2onnx imports the two it
+      uses from their modules, which load without the package's own code;
+    * packaging.version, which onnx-ir imports for saving safetensors (about 3 ms);
+    * numpy's `_add_newdocs` modules, which only attach docstrings (and the signatures `inspect` reads from them) to
+      numpy's C functions and types (30-40 ms of numpy's 110-150): nothing in a conversion reads them. Deferred
+      only where numpy is not imported yet, and imported should anything ask them for an attribute."""
+    if "numpy" not in sys.modules:  # its package imports them by name: `from . import _add_newdocs`
+        defer_import("numpy._core._add_newdocs")
+        defer_import("numpy._core._add_newdocs_scalars")
     defer_import("sympy")
     defer_import("onnx_ir._symbolic_shapes")  # builds a table of sympy functions when imported
     for name in ("onnx.compose", "onnx.gen_proto", "onnx.parser", "onnx.printer", "onnx.utils",
@@ -64,3 +137,8 @@ def defer_unused() -> None:
     importlib.import_module("google.protobuf")
     for name in ("google.protobuf.json_format", "google.protobuf.text_format", "hashlib"):
         defer_import(name)
+    importlib.import_module("packaging")
+    defer_import("packaging.version")
+    defer_import("onnx_ir.passes.common")
+    if "importlib.metadata" not in sys.modules:
+        defer_import("importlib.metadata").version = _distribution_version  # type: ignore[attr-defined]

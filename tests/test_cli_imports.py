@@ -70,6 +70,56 @@ def test_deferred_onnx_tools_work_once_used() -> None:
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
+def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
+    """`import onnx` reads its version through a stand-in for importlib.metadata, and ir2onnx imports two of onnx-ir's
+    passes from their modules without running the `passes.common` package: each real module works once used."""
+    code = ("import sys; from ir2onnx._lazy import defer_unused; defer_unused(); import onnx, ir2onnx.passes; "
+            "kinds = [type(sys.modules[n]).__name__ for n in ('importlib.metadata', 'onnx_ir.passes.common', "
+            "'packaging.version')]; assert kinds == ['_Deferred'] * 3, kinds; "
+            "assert 'email' not in sys.modules and 'onnx_ir.passes.common.inliner' not in sys.modules; "
+            "import importlib.metadata as md; assert onnx.__version__ == md.version('onnx') != ''; "
+            "assert md.distribution('onnx').version == onnx.__version__; "
+            "assert type(sys.modules['importlib.metadata']).__name__ == 'module'; "
+            "from onnx_ir.passes.common import InlinePass, NameFixPass; "
+            "assert NameFixPass is ir2onnx.passes.NameFixPass and InlinePass.__name__ == 'InlinePass'; "
+            "import packaging.version as pv; assert pv.parse('1.10') > pv.parse('1.9'); "
+            # numpy's docstrings for its C functions: absent until asked for
+            "import numpy as np; assert np.ndarray.astype.__doc__ is None and float(np.add(1.5, 2)) == 3.5; "
+            "docs = sys.modules['numpy._core._add_newdocs']; assert type(docs).__name__ == '_Deferred'; "
+            "assert callable(docs.add_newdoc) and 'astype' in np.ndarray.astype.__doc__; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@pytest.mark.parametrize("name", ["onnx", "onnx-ir", "ONNX_IR", "numpy", "protobuf", "lxml", "pytest",
+                                  "no-such-distribution-here"])
+def test_distribution_version_is_importlib_metadatas(name: str) -> None:
+    import importlib.metadata
+
+    from ir2onnx._lazy import _distribution_version
+
+    try:
+        expected = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        with pytest.raises(importlib.metadata.PackageNotFoundError):
+            _distribution_version(name)
+    else:
+        assert _distribution_version(name) == expected
+
+
+@pytest.mark.parametrize("args", [["convert", "m.xml"], ["convert", "m.xml", "-o", "o.onnx", "--weights", "copy",
+                                  "--no-fuse", "--opset", "18", "-q"], ["check", "m.xml", "m.onnx", "--rtol", "1e-3"],
+                                  ["info", "m.xml"], ["ops"]])
+def test_one_command_parser_parses_as_the_whole(args: list[str]) -> None:
+    """A command's arguments are parsed by a parser holding that command's options alone: the same result."""
+    from ir2onnx.cli import parser
+
+    assert vars(parser(args[0]).parse_args(args)) == vars(parser().parse_args(args))
+    whole = parser()._subparsers._group_actions[0].choices[args[0]]
+    alone = parser(args[0])._subparsers._group_actions[0].choices[args[0]]
+    assert alone.format_help() == whole.format_help()
+
+
 def test_api_names_win_over_same_named_subpackages() -> None:
     code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
             "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "

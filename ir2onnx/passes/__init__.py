@@ -10,7 +10,8 @@ nodes faster than the Scans they would become.
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnx_ir.passes.common import NameFixPass, RemoveUnusedNodesPass
+from onnx_ir.passes.common.naming import NameFixPass  # from the modules: see ir2onnx._lazy.defer_unused
+from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
 from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass, FullReversalPass

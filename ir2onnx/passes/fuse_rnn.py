@@ -26,7 +26,7 @@ from collections.abc import MutableSet
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes.common import RemoveUnusedNodesPass
+from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
 from ir2onnx.passes.fuse_rnn_cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
 from ir2onnx.passes.fuse_rnn_loops import LoopView, State, analyse_loop, analyse_scan, row_lengths
