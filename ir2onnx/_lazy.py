@@ -107,6 +107,13 @@ def _real_metadata() -> ModuleType:
     return importlib.import_module("importlib.metadata")
 
 
+def defer_numpy_docstrings() -> None:
+    """numpy's `_add_newdocs` modules deferred, where numpy is not imported yet (see defer_unused)."""
+    if "numpy" not in sys.modules:  # its package imports them by name: `from . import _add_newdocs`
+        defer_import("numpy._core._add_newdocs")
+        defer_import("numpy._core._add_newdocs_scalars")
+
+
 def defer_unused() -> None:
     """Defer what onnx and onnx-ir import for features a conversion does not use; should anything use one, it is
     imported then.
@@ -124,9 +131,7 @@ def defer_unused() -> None:
     * numpy's `_add_newdocs` modules, which only attach docstrings (and the signatures `inspect` reads from them) to
       numpy's C functions and types (30-40 ms of numpy's 110-150): nothing in a conversion reads them. Deferred
       only where numpy is not imported yet, and imported should anything ask them for an attribute."""
-    if "numpy" not in sys.modules:  # its package imports them by name: `from . import _add_newdocs`
-        defer_import("numpy._core._add_newdocs")
-        defer_import("numpy._core._add_newdocs_scalars")
+    defer_numpy_docstrings()
     defer_import("sympy")
     defer_import("onnx_ir._symbolic_shapes")  # builds a table of sympy functions when imported
     for name in ("onnx.compose", "onnx.gen_proto", "onnx.parser", "onnx.printer", "onnx.utils",

@@ -161,6 +161,9 @@ def start_session_load(model: bytes) -> Callable[[], str | None]:
 def serve(reply_fd: int) -> None:
     """The helper's side: import onnxruntime, then answer each model read from stdin with its verdict on the pipe
     `reply_fd`, until stdin closes."""
+    from ir2onnx._lazy import defer_numpy_docstrings
+
+    defer_numpy_docstrings()  # onnxruntime imports numpy; loading models reads none of its docstrings
     import onnxruntime  # noqa: F401  imported before the first model arrives: that is the point of the helper
 
     stdin, replies = sys.stdin.buffer, os.fdopen(reply_fd, "wb")
