@@ -52,6 +52,16 @@ def test_helper_verdict_is_the_in_process_verdict(helper: ort_helper.Helper, mod
     assert helper.load_error(model) == here  # one helper serves several models
 
 
+def test_warm_up_model_is_a_relu_that_loads() -> None:
+    """The helper loads WARM_UP_MODEL once after importing onnxruntime (its first session sets onnxruntime up)."""
+    relu = oh.make_model(oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "warm-up",
+                                       [oh.make_tensor_value_info("x", TP.FLOAT, [1])],
+                                       [oh.make_tensor_value_info("y", TP.FLOAT, [1])]),
+                         opset_imports=[oh.make_opsetid("", 17)], ir_version=8)
+    assert ort_helper.WARM_UP_MODEL == relu.SerializeToString()
+    assert ort_helper.load_error(ort_helper.WARM_UP_MODEL) is None
+
+
 def test_a_dead_helper_falls_back_to_loading_in_process(helper: ort_helper.Helper) -> None:
     helper._proc.kill()
     helper._proc.wait()
