@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class ConversionError(Exception):
@@ -26,8 +26,7 @@ class IRValidationError(ConversionError):
         super().__init__(text)
 
 
-@dataclass(frozen=True)
-class UnsupportedOp:
+class UnsupportedOp(NamedTuple):
     """One (type, version) the converter has no translation for, with where it occurs."""
 
     type: str

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -72,8 +71,7 @@ class Names:
 LAYER_META = "ir2onnx.layer"
 
 
-@dataclass(frozen=True)
-class OpsetNeed:
+class OpsetNeed(NamedTuple):
     """A layer whose translation needs at least ONNX opset `opset`, and why."""
 
     opset: int

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
 
 
-@dataclass(frozen=True)
-class ElementType:
+class ElementType(NamedTuple):
     """One OpenVINO element type; `numpy` is the dtype its values are held in after unpacking."""
 
     name: str

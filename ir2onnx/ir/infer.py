@@ -104,7 +104,7 @@ def _body(layer: Layer, body: Body, ins: Types) -> Body:
 def _with_output_types(layer: Layer, types: Types) -> Layer:
     if all(t is None or t == p.element_type for t, p in zip(types, layer.outputs)):
         return layer
-    ports = tuple(p if t is None else replace(p, element_type=t) for p, t in zip(layer.outputs, types))
+    ports = tuple(p if t is None else p._replace(element_type=t) for p, t in zip(layer.outputs, types))
     return replace(layer, outputs=ports)
 
 

@@ -229,8 +229,8 @@ def _layer(el: etree._Element, scope: str) -> Layer:
     if body_el is not None:
         body = _body(el, body_el, "port_map", inner_scope, what)
         if layer.type_key == "tensoriterator":  # no special ports: OpenVINO ignores `purpose` in its port map
-            body = replace(body, inputs=tuple(replace(e, purpose=None) for e in body.inputs),
-                           outputs=tuple(replace(e, purpose=None) for e in body.outputs))
+            body = replace(body, inputs=tuple(e._replace(purpose=None) for e in body.inputs),
+                           outputs=tuple(e._replace(purpose=None) for e in body.outputs))
         object.__setattr__(layer, "body", body)
     then_el, else_el = _child(el, "then_body"), _child(el, "else_body")
     if then_el is not None and else_el is not None:

@@ -41,8 +41,8 @@ import platform
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -97,8 +97,7 @@ _MODULAR = {
 _FLIP = "flip"  # uint64 as int64 with the top bit flipped (order-preserving)
 
 
-@dataclass(frozen=True)
-class _Kernel:
+class _Kernel(NamedTuple):
     since: tuple[int, int]
     constraints: dict[str, frozenset[DT]]
 

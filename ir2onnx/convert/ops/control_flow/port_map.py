@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as ir
@@ -13,8 +14,7 @@ from ir2onnx.ir.model import Body, Layer, PortMapEntry
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type
 
 
-@dataclass(frozen=True)
-class BodyInput:
+class BodyInput(NamedTuple):
     """A body Parameter and where its value comes from."""
 
     kind: str  # "sliced" | "merged" | "invariant" | "current_iteration"
@@ -24,8 +24,7 @@ class BodyInput:
     back_edge_result: Layer | None = None  # merged: the body Result whose value feeds the next iteration
 
 
-@dataclass(frozen=True)
-class BodyOutput:
+class BodyOutput(NamedTuple):
     """A TI/Loop output: the body Result it reads and how (concatenated over iterations or last value)."""
 
     kind: str  # "concat" | "last"
