@@ -127,7 +127,9 @@ def defer_unused() -> None:
       the stand-in answers `version` from the distribution's METADATA file;
     * onnx-ir's `passes.common` package, which imports all 17 of its passes (about 8 ms): ir2onnx imports the two it
       uses from their modules, which load without the package's own code;
-    * packaging.version, which onnx-ir imports for saving safetensors (about 3 ms);
+    * packaging.version, which onnx-ir imports for saving safetensors (about 3 ms), and onnx-ir's `schemas` (op
+      signatures: about 4 ms);
+    * platform and uuid, which numpy and onnx import for functions a conversion does not call (about 4 ms);
     * numpy's `_add_newdocs` modules, which only attach docstrings (and the signatures `inspect` reads from them) to
       numpy's C functions and types (30-40 ms of numpy's 110-150): nothing in a conversion reads them. Deferred
       only where numpy is not imported yet, and imported should anything ask them for an attribute."""
@@ -145,5 +147,8 @@ def defer_unused() -> None:
     importlib.import_module("packaging")
     defer_import("packaging.version")
     defer_import("onnx_ir.passes.common")
+    defer_import("onnx_ir.schemas")
+    for name in ("platform", "uuid"):
+        defer_import(name)
     if "importlib.metadata" not in sys.modules:
         defer_import("importlib.metadata").version = _distribution_version  # type: ignore[attr-defined]

@@ -75,7 +75,7 @@ def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
     passes from their modules without running the `passes.common` package: each real module works once used."""
     code = ("import sys; from ir2onnx._lazy import defer_unused; defer_unused(); import onnx, ir2onnx.passes; "
             "kinds = [type(sys.modules[n]).__name__ for n in ('importlib.metadata', 'onnx_ir.passes.common', "
-            "'packaging.version')]; assert kinds == ['_Deferred'] * 3, kinds; "
+            "'packaging.version', 'onnx_ir.schemas', 'platform', 'uuid')]; assert kinds == ['_Deferred'] * 6, kinds; "
             "assert 'email' not in sys.modules and 'onnx_ir.passes.common.inliner' not in sys.modules; "
             "import importlib.metadata as md; assert onnx.__version__ == md.version('onnx') != ''; "
             "assert md.distribution('onnx').version == onnx.__version__; "
@@ -83,6 +83,8 @@ def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
             "from onnx_ir.passes.common import InlinePass, NameFixPass; "
             "assert NameFixPass is ir2onnx.passes.NameFixPass and InlinePass.__name__ == 'InlinePass'; "
             "import packaging.version as pv; assert pv.parse('1.10') > pv.parse('1.9'); "
+            "import onnx_ir.schemas, platform, uuid; assert onnx_ir.schemas.OpSignature and platform.system(); "
+            "assert uuid.uuid4().version == 4; "
             # numpy's docstrings for its C functions: absent until asked for
             "import numpy as np; assert np.ndarray.astype.__doc__ is None and float(np.add(1.5, 2)) == 3.5; "
             "docs = sys.modules['numpy._core._add_newdocs']; assert type(docs).__name__ == '_Deferred'; "

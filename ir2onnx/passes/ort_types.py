@@ -37,6 +37,7 @@ import functools
 import importlib.util
 import json
 import logging
+import os
 import platform
 import re
 import sys
@@ -117,7 +118,9 @@ _VERSION_LINE = re.compile(r'^__version__ = "([^"]+)"', re.MULTILINE)
 
 def kernel_platform() -> str:
     """The platform a CPU build's kernel list belongs to (ARM builds register more f16 kernels, for one)."""
-    return f"{sys.platform}-{platform.machine().lower()}"
+    # os.uname's machine is what platform.machine() reads where there is one (a conversion does not import platform)
+    machine = os.uname().machine if hasattr(os, "uname") else platform.machine()
+    return f"{sys.platform}-{machine.lower()}"
 
 
 def installed_onnxruntime_version() -> str | None:

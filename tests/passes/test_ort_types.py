@@ -277,3 +277,13 @@ def test_conversion_with_the_table_does_not_list_kernels(monkeypatch: pytest.Mon
         assert ir2onnx.convert(xml).graph.node
     finally:
         ort_types._cpu_kernels.cache_clear()
+
+
+def test_kernel_platform_is_platform_machine() -> None:
+    """kernel_platform reads os.uname (a conversion does not import platform): the same as platform.machine()."""
+    import platform
+    import sys
+
+    from ir2onnx.passes.ort_types import kernel_platform
+
+    assert kernel_platform() == f"{sys.platform}-{platform.machine().lower()}"
