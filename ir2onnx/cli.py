@@ -239,37 +239,13 @@ def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
     p.add_argument("--report", dest="report_path", type=Path, metavar="FILE.json", help=f"write {what}report as JSON")
 
 
-COMMANDS = ("convert", "check", "info", "ops")
-
-
-def parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser. `command`: the one command the arguments name, whose options alone are added (the
-    others are listed with their help lines): argparse takes about 10 ms to build them all, a conversion's 5%."""
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ir2onnx",
                                 description="Convert OpenVINO IR (TensorIterator and Loop included) to ONNX.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    wanted = COMMANDS if command is None else (command,)
 
     c = sub.add_parser("convert", help="convert MODEL.xml to ONNX, optionally checking it against OpenVINO",
                        description=convert.__doc__)
-    if "convert" in wanted:
-        _convert_options(c)
-    k = sub.add_parser("check", help="compare an existing ONNX model with the IR", description=check.__doc__)
-    if "check" in wanted:
-        _check_command_options(k)
-    i = sub.add_parser("info", help="op counts and the structure of every TensorIterator/Loop",
-                       description=info.__doc__)
-    if "info" in wanted:
-        i.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
-        i.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
-    i.set_defaults(run=info)
-    o = sub.add_parser("ops", help="the supported IR op types and the opsets of their versions",
-                       description=ops.__doc__)
-    o.set_defaults(run=ops)
-    return p
-
-
-def _convert_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
     c.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", help="ONNX file (default: MODEL with .onnx)")
     c.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
@@ -294,8 +270,7 @@ def _convert_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
     c.set_defaults(run=convert)
 
-
-def _check_command_options(k: argparse.ArgumentParser) -> None:
+    k = sub.add_parser("check", help="compare an existing ONNX model with the IR", description=check.__doc__)
     k.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
     k.add_argument("onnx_model", type=Path, metavar="MODEL.onnx", help="the ONNX model to compare with the IR")
     k.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
@@ -304,6 +279,17 @@ def _check_command_options(k: argparse.ArgumentParser) -> None:
     k.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     k.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
     k.set_defaults(run=check)
+
+    i = sub.add_parser("info", help="op counts and the structure of every TensorIterator/Loop",
+                       description=info.__doc__)
+    i.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
+    i.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
+    i.set_defaults(run=info)
+
+    o = sub.add_parser("ops", help="the supported IR op types and the opsets of their versions",
+                       description=ops.__doc__)
+    o.set_defaults(run=ops)
+    return p
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -344,9 +330,8 @@ def run(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
     quiet_level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
-        args = sys.argv[1:] if argv is None else list(argv)
-        p = parser(args[0] if args and args[0] in COMMANDS else None)
-        a = p.parse_args(args)
+        p = parser()
+        a = p.parse_args(argv)
         a.own_process = own_process
         if a.command is None:
             p.print_help(sys.stderr)

@@ -109,19 +109,6 @@ def test_distribution_version_is_importlib_metadatas(name: str) -> None:
         assert _distribution_version(name) == expected
 
 
-@pytest.mark.parametrize("args", [["convert", "m.xml"], ["convert", "m.xml", "-o", "o.onnx", "--weights", "copy",
-                                  "--no-fuse", "--opset", "18", "-q"], ["check", "m.xml", "m.onnx", "--rtol", "1e-3"],
-                                  ["info", "m.xml"], ["ops"]])
-def test_one_command_parser_parses_as_the_whole(args: list[str]) -> None:
-    """A command's arguments are parsed by a parser holding that command's options alone: the same result."""
-    from ir2onnx.cli import parser
-
-    assert vars(parser(args[0]).parse_args(args)) == vars(parser().parse_args(args))
-    whole = parser()._subparsers._group_actions[0].choices[args[0]]
-    alone = parser(args[0])._subparsers._group_actions[0].choices[args[0]]
-    assert alone.format_help() == whole.format_help()
-
-
 def test_api_names_win_over_same_named_subpackages() -> None:
     code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
             "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
