@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as ir
@@ -31,24 +32,21 @@ from ir2onnx.passes.loop_utils import const_ints, explicit_perm
 from ir2onnx.passes.static_shapes import StaticShapes
 
 
-@dataclass
-class State:
+class State(NamedTuple):
     body_in: ir.Value
     body_out: ir.Value
     init: ir.Value  # the outer initial value
     final: ir.Value  # the loop's output with the last value
 
 
-@dataclass
-class StepOutput:
+class StepOutput(NamedTuple):
     body_out: ir.Value
     outer: ir.Value  # the loop's stacked output
     axis: int  # where the steps are stacked
     reverse: bool  # stacked from the last step backwards
 
 
-@dataclass
-class Buffer:
+class Buffer(NamedTuple):
     """A carried tensor, [steps, ...] from the start, whose row k is overwritten with `row` at step k (`last`: a
     one-row tensor whose row 0 is overwritten at every step, as TensorFlow keeps only the last output)."""
 

@@ -16,7 +16,7 @@ becomes one Gather first.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as ir
@@ -65,8 +65,7 @@ class SliceReadsAsGathersPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-@dataclass
-class _Lifted:
+class _Lifted(NamedTuple):
     nodes: list[ir.Node]  # computing `value` from the whole input, in order
     value: ir.Value
     axis: int  # the slicing axis of `value`

@@ -15,7 +15,7 @@ StackedOutputsPass.
 from __future__ import annotations
 
 from collections.abc import MutableSet
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import onnx_ir as ir
 
@@ -48,8 +48,7 @@ class SinkStepOutputsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=modified)
 
 
-@dataclass
-class _Step:
+class _Step(NamedTuple):
     node: ir.Node
     varying: int  # which input carries the per-step value
     rank_in: int  # per-step rank of that input
