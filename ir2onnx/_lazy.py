@@ -63,7 +63,10 @@ def defer_import(name: str) -> ModuleType:
 def _distribution_version(name: str) -> str:
     """`importlib.metadata.version(name)` without importing importlib.metadata (email, zipfile, csv...: 15-30 ms),
     where the first distribution of that name on sys.path is a plain `.dist-info` directory, as pip installs them;
-    anything else (an egg, a zip on the path, no Version header) is left to importlib.metadata."""
+    anything else (an egg, a zip on the path, no Version header, an import hook that lists distributions of its own)
+    is left to importlib.metadata."""
+    if any(hasattr(f, "find_distributions") and f is not importlib.machinery.PathFinder for f in sys.meta_path):
+        return _real_metadata().version(name)
     wanted = re.sub(r"[-_.]+", "_", name).lower()  # as importlib.metadata normalises names
     for entry in sys.path:
         try:

@@ -109,6 +109,33 @@ def test_distribution_version_is_importlib_metadatas(name: str) -> None:
         assert _distribution_version(name) == expected
 
 
+def test_distribution_version_leaves_import_hooks_to_importlib_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import hook that lists distributions of its own is asked by importlib.metadata first: so it is here."""
+    import importlib.metadata
+
+    from ir2onnx._lazy import _distribution_version
+
+    class Listed(importlib.metadata.Distribution):
+        def read_text(self, filename: str) -> str | None:
+            return "Name: onnx\nVersion: 9.9\n" if filename in ("METADATA", "PKG-INFO") else None
+
+        def locate_file(self, path: object) -> Path:
+            return Path(str(path))
+
+    class Hook:
+        @staticmethod
+        def find_distributions(context: object = None) -> list[importlib.metadata.Distribution]:
+            return [Listed()] if getattr(context, "name", None) in ("onnx", None) else []
+
+        @staticmethod
+        def find_spec(*args: object) -> None:
+            return None
+
+    monkeypatch.setattr(sys, "meta_path", [Hook(), *sys.meta_path])
+    assert importlib.metadata.version("onnx") == "9.9"
+    assert _distribution_version("onnx") == "9.9"
+
+
 def test_api_names_win_over_same_named_subpackages() -> None:
     code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
             "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
