@@ -42,13 +42,18 @@ def test_light_commands_load_no_heavy_modules(args: list[str]) -> None:
     assert not heavy, f"{args} loaded {heavy[:10]}"
 
 
+def _child_says_ok(code: str) -> None:
+    """Run `code` in a fresh interpreter: it must print ok."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
 def test_deferred_module_works_once_used() -> None:
     code = ("import sys; from ir2onnx._lazy import defer_import; defer_import('onnx_ir'); "
             "import onnx_ir as ir; assert 'onnx_ir._core' not in sys.modules; "
             "assert ir.DataType.FLOAT.name == 'FLOAT'; import onnx_ir.passes.common; "
             "assert ir.Value is sys.modules['onnx_ir'].Value; print('ok')")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    _child_says_ok(code)
 
 
 def test_deferred_onnx_tools_work_once_used() -> None:
@@ -66,8 +71,7 @@ def test_deferred_onnx_tools_work_once_used() -> None:
             "assert b'ir_version' in registry.get('textproto').serialize_proto(m); "
             "assert b'\"ir_version\"' in registry.get('json').serialize_proto(m); "
             "import hashlib; assert hashlib.sha256(b'').hexdigest().startswith('e3b0c442'); print('ok')")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    _child_says_ok(code)
 
 
 def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
@@ -89,8 +93,7 @@ def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
             "import numpy as np; assert np.ndarray.astype.__doc__ is None and float(np.add(1.5, 2)) == 3.5; "
             "docs = sys.modules['numpy._core._add_newdocs']; assert type(docs).__name__ == '_Deferred'; "
             "assert callable(docs.add_newdoc) and 'astype' in np.ndarray.astype.__doc__; print('ok')")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    _child_says_ok(code)
 
 
 @pytest.mark.parametrize("name", ["onnx", "onnx-ir", "ONNX_IR", "numpy", "protobuf", "lxml", "pytest",
