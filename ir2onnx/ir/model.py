@@ -1,7 +1,8 @@
 """A small typed model of an OpenVINO IR graph: layers, ports, edges and nested bodies (no ONNX here).
 
-All are immutable. The leaf records are NamedTuples, the rest frozen dataclasses (they cache derived lookups): Python
-3.11 compiles each method a dataclass generates on its own, about 1 ms a class, a start-up cost of every conversion."""
+All are immutable: NamedTuples, or frozen dataclasses where they cache derived lookups or are rebuilt with
+`dataclasses.replace` (Python 3.11 compiles each method a dataclass generates on its own, about 1 ms a class, a
+start-up cost of every conversion)."""
 
 from __future__ import annotations
 
@@ -216,8 +217,7 @@ class Mean(NamedTuple):
     line: int
 
 
-@dataclass(frozen=True)
-class PreProcess:
+class PreProcess(NamedTuple):
     """An IR's `<pre-process>` block: per-channel means that OpenVINO's reader subtracts from an input."""
 
     input_name: str  # the Parameter's layer name; "" = the first 4-D input, else the first input
