@@ -52,6 +52,12 @@ def test_helper_verdict_is_the_in_process_verdict(helper: ort_helper.Helper, mod
     assert helper.load_error(model) == here  # one helper serves several models
 
 
+def test_helper_starts_without_site_and_finds_the_package(helper: ort_helper.Helper) -> None:
+    """-S: no site processing; the package is found through the search path it is given (editable installs too)."""
+    assert helper._proc.args[1] == "-S"
+    assert helper.load_error(LOADS) is None
+
+
 def test_warm_up_model_is_a_relu_that_loads() -> None:
     """The helper loads WARM_UP_MODEL once after importing onnxruntime (its first session sets onnxruntime up)."""
     relu = oh.make_model(oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "warm-up",
