@@ -44,11 +44,13 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
 
 
 class _Deferred(NamedTuple):
-    """onnxruntime's verdict on an optimised model, not yet read (`verdict` raises _Refused), and the conversion
-    without the passes to fall back on (`plain(error)`), as convert_to_ir falls back."""
+    """onnxruntime's verdict on an optimised model, not yet read (`verdict` raises _Refused), the conversion without
+    the passes to fall back on (`plain(error)`), as convert_to_ir falls back, and the model's weightless proto that
+    was validated (the written proto is completed from it)."""
 
     verdict: Callable[[], None]
     plain: Callable[[Exception], ir.Model]
+    weightless: onnx.ModelProto
 
 
 class _Refused(Exception):
@@ -86,9 +88,9 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
             apply_default_passes(out, fuse=fuse, device=device)
         _for_runtime(out)  # not an optimisation: what onnxruntime needs to run the model
         layer_map.refresh(out)  # passes may have removed values
-        verdict = start_validation(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
+        validation = start_validation(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
         if not defer:
-            verdict()
+            validation.verdict()
     except Exception as e:  # noqa: BLE001  a defect in a pass must not cost the conversion
         return plain(e), None
     out.meta["ir2onnx.weights"] = weights
@@ -97,11 +99,11 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
 
     def refused() -> None:
         try:
-            verdict()
+            validation.verdict()
         except InvalidModelError as e:
             raise _Refused(e) from None
 
-    return out, _Deferred(refused, plain)
+    return out, _Deferred(refused, plain, validation.proto)
 
 
 def _for_runtime(model: ir.Model) -> None:
@@ -144,15 +146,16 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     if deferred is None:
         return _write_model(model, out, weights, progress)
     try:  # onnxruntime loads the model (in its helper process) while the files are written
-        return _write_model(model, out, weights, progress, before_commit=deferred.verdict)
+        return _write_model(model, out, weights, progress, before_commit=deferred.verdict,
+                            weightless=deferred.weightless)
     except _Refused as refused:  # nothing was left behind: convert without the passes, as convert_to_ir does
         return _write_model(deferred.plain(refused.args[0]), out, weights, progress)
 
 
 def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Progress | None = None,
-                 before_commit: Callable[[], None] | None = None) -> Path:
+                 before_commit: Callable[[], None] | None = None, weightless: onnx.ModelProto | None = None) -> Path:
     """The one write path: `model` (from convert_to_ir) to `out` in the given weight mode."""
-    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress, before_commit)
+    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress, before_commit, weightless)
 
 
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,

@@ -3,10 +3,13 @@
 The C++ APIs take a serialised model. Serialising the weights would copy them: the copy made here leaves every
 initializer above `INLINE_BYTES` out, as a typed graph input of the same name (checker, inference and onnxruntime's
 loader only need its type and shape); small initializers (shapes, axes, scalars) keep their values so that inference
-can propagate them.
+can propagate them. The file's proto is then completed from the validated copy (`complete_weightless`) rather than
+serialised again: on a 1,500-layer network a serialisation takes 30-40 ms, completing it 2-3 ms.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 import onnx
 import onnx_ir as ir
@@ -34,6 +37,50 @@ def weightless_proto(model: ir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.
         g.initializers.clear()
         for v in order:
             g.initializers.add(v)
+
+
+def complete_weightless(model: ir.Model, weightless: onnx.ModelProto,
+                        changed: Collection[ir.Value]) -> onnx.ModelProto | None:
+    """`ir.to_proto(model)`, completed from `weightless`, a `weightless_proto(model)` made before the main graph's
+    initializers `changed` got new tensors (external data, say), nothing else having changed since: the initializers
+    it left out and the changed ones are serialised and put in their places, their value infos too. `weightless` is
+    taken over (changed in place). None where the result could differ from `ir.to_proto(model)` (a changed
+    initializer of a subgraph, the copy not matching the model's initializers); then serialise the model."""
+    g, gp = model.graph, weightless.graph
+    n_inputs = len(g.inputs)
+    moved = {vi.name: vi for vi in gp.input[n_inputs:]}
+    kept = [t.name for t in gp.initializer]
+    if ([name for name in g.initializers if name not in moved] != kept or len(moved) + len(kept) != len(g.initializers)
+            or any(g.initializers.get(v.name) is not v for v in changed)  # type: ignore[arg-type]
+            or len(gp.quantization_annotation) or len(gp.sparse_initializer)
+            or not hasattr(gp.initializer, "insert")):
+        return None
+    renewed = {v.name for v in changed} | moved.keys()
+    del gp.input[n_inputs:]
+    at_info = 0  # the value infos of initializers come first, in the initializers' order
+    for at, (name, value) in enumerate(g.initializers.items()):
+        if name in renewed:
+            tensor = value.const_value
+            assert tensor is not None
+            tensor.name = name  # as onnx-ir names an initializer's tensor when it serialises it
+            proto = onnx.TensorProto()
+            ir.serde.serialize_tensor_into(proto, tensor)
+            if name in moved:
+                gp.initializer.insert(at, proto)
+            else:
+                gp.initializer[at].CopyFrom(proto)
+        if name in moved:  # a graph input in the copy: its value info is the one onnx-ir writes for an initializer
+            if _has_value_info(value):
+                gp.value_info.insert(at_info, moved[name])
+                at_info += 1
+        elif at_info < len(gp.value_info) and gp.value_info[at_info].name == name:
+            at_info += 1
+    return weightless
+
+
+def _has_value_info(value: ir.Value) -> bool:
+    """Whether onnx-ir writes a value info for this (named) initializer."""
+    return value.shape is not None or value.type is not None or bool(value.metadata_props) or bool(value.doc_string)
 
 
 def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:

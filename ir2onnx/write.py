@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir.weights import Weights
+from ir2onnx.protos import complete_weightless
 
 WEIGHT_MODES = ("reference", "copy", "inline")
 INLINE_BYTES = 1024
@@ -75,12 +77,14 @@ def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) ->
 
 
 def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str | None = None,
-                progress: Progress | None = None, before_commit: Callable[[], None] | None = None) -> Path:
+                progress: Progress | None = None, before_commit: Callable[[], None] | None = None,
+                weightless: onnx.ModelProto | None = None) -> Path:
     """Write `model` to `out` (and `out`.data when needed) atomically. Returns `out`.
 
     A stale `out`.data from an earlier conversion is removed when the new model does not use that file.
     `before_commit` runs once the files are written under temporary names, before they take their places; should
-    it raise, they are removed and nothing is left behind.
+    it raise, they are removed and nothing is left behind. `weightless`: the model's `protos.weightless_proto`, made
+    since it last changed (taken over); the file's proto is completed from it instead of serialising the model.
     """
     mode = resolve_weight_mode(mode, out, weights)
     out_dir = out.parent
@@ -118,8 +122,11 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
                 v.const_value = _external(v.const_value, data_path.name, off, out_dir)  # type: ignore[arg-type]
         for v, off in referenced:
             v.const_value = _external(v.const_value, location, off, out_dir)  # type: ignore[arg-type]
+        proto = None
+        if weightless is not None:
+            proto = complete_weightless(model, weightless, [v for v, _ in referenced] + [v for v, _ in to_data])
         with open(tmp, "wb") as f:
-            f.write(ir.to_proto(model).SerializeToString())
+            f.write((proto if proto is not None else ir.to_proto(model)).SerializeToString())
         if before_commit is not None:
             before_commit()
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the files the usual permissions

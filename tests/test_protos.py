@@ -7,7 +7,7 @@ import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper
 
-from ir2onnx.protos import read_inferred
+from ir2onnx.protos import complete_weightless, read_inferred, weightless_proto
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 
@@ -80,3 +80,46 @@ def test_an_equal_shape_is_kept() -> None:
     shape = ir.Shape(["batch", 3])
     value = _read(TYPES["symbolic"], (ir.DataType.FLOAT, shape))
     assert value.shape is shape
+
+
+def _model_with_body_weight() -> ir.Model:
+    """y = x + w, and a Loop whose body adds a weight of its own."""
+    import numpy as np
+
+    def weight(name: str) -> ir.Value:
+        return ir.Value(name=name, const_value=ir.tensor(np.arange(600, dtype=np.float32), name=name),
+                        shape=ir.Shape([600]), type=ir.TensorType(ir.DataType.FLOAT))
+
+    x = ir.Value(name="x", shape=ir.Shape([600]), type=ir.TensorType(ir.DataType.FLOAT))
+    w, bw = weight("w"), weight("bw")
+    i, cond, carried = (ir.Value(name=n) for n in ("i", "cond_in", "carried"))
+    body_add = ir.node("Add", [carried, bw])
+    cond_out = ir.node("Identity", [cond])
+    body = ir.Graph([i, cond, carried], [cond_out.outputs[0], body_add.outputs[0]], nodes=[body_add, cond_out],
+                    initializers=[bw], name="body")
+    add = ir.node("Add", [x, w])
+    trip = ir.Value(name="trip", const_value=ir.tensor(np.array(2, np.int64), name="trip"))
+    loop = ir.node("Loop", [trip, None, add.outputs[0]], attributes={"body": body})
+    graph = ir.Graph([x], [loop.outputs[0]], nodes=[add, loop], initializers=[w, trip], name="g",
+                     opset_imports={"": 19})
+    return ir.Model(graph, ir_version=9)
+
+
+def test_completed_proto_is_the_serialised_one() -> None:
+    model = _model_with_body_weight()
+    w = model.graph.initializers["w"]
+    weightless = weightless_proto(model, 1024)
+    assert [t.name for t in weightless.graph.initializer] == ["trip"]
+    w.const_value = ir.ExternalTensor("m.bin", 64, 2400, ir.DataType.FLOAT, shape=ir.Shape([600]), name="w")
+    completed = complete_weightless(model, weightless, [w])
+    assert completed is not None
+    assert completed.SerializeToString() == ir.to_proto(model).SerializeToString()
+
+
+def test_completion_declined_where_it_could_differ() -> None:
+    model = _model_with_body_weight()
+    body_weight = model.graph.node(1).attributes["body"].as_graph().initializers["bw"]
+    assert complete_weightless(model, weightless_proto(model, 1024), [body_weight]) is None
+    other = _model_with_body_weight()
+    other.graph.initializers.pop("trip")
+    assert complete_weightless(model, weightless_proto(other, 1024), []) is None

@@ -243,3 +243,54 @@ def test_progress_reports_the_bytes_written(tmp_path: Path) -> None:
     assert calls[-1] == (total, total) and all(t == total for _, t in calls)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) >= 3
     runs_like_openvino(xml, out)
+
+
+def sized_weights_ir(directory: Path) -> Path:
+    """Weights of each size that the written proto treats differently: inline in the file (<= 1 KiB), external but
+    inline in the validated weightless copy (up to 64 KiB), and left out of that copy (above 64 KiB); f32 ones kept
+    as they are and u1 ones unpacked (computed), with a scalar Const between them."""
+    rng = np.random.default_rng(1)
+    x = ops.parameter([4, 128], np.float32, name="x")
+    y = x
+    for rows in (1, 4, 256):
+        w = ops.constant(rng.standard_normal((rows, 128)).astype(np.float32))
+        y = ops.add(ops.multiply(y, ops.constant(np.float32(0.5))), ops.reduce_sum(w, [0], True))
+    for rows in (16, 1024):
+        bits = ov.op.Constant(ov.Type.u1, ov.Shape([rows, 128]), rng.integers(0, 2, rows * 128).tolist())
+        y = ops.add(y, ops.reduce_sum(ops.convert(bits, np.float32), [0], True))
+    directory.mkdir(parents=True, exist_ok=True)
+    xml = directory / "model.xml"
+    ov.save_model(ov.Model([y], [x], "sized"), str(xml), compress_to_fp16=False)
+    return xml
+
+
+@pytest.mark.parametrize("weights", ["reference", "copy", "inline"])
+@pytest.mark.parametrize("source", ["sized", "samples/ti_lstm", "samples/nested", "samples/while_loop"])
+def test_written_proto_completed_from_the_validated_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       weights: str, source: str) -> None:
+    """The file's proto is completed from the weightless copy that validation serialised (protos.complete_weightless),
+    byte for byte what serialising the model gives."""
+    import ir2onnx.write
+
+    if source == "sized":
+        xml = sized_weights_ir(tmp_path / "ir")
+    else:
+        shutil.copytree(ROOT / source, tmp_path / "ir")
+        xml = tmp_path / "ir" / "model.xml"
+    completed = []
+    complete = ir2onnx.write.complete_weightless
+    monkeypatch.setattr(ir2onnx.write, "complete_weightless", lambda *a: completed.append(complete(*a)) or completed[-1])
+    files = {}
+    for how in ("completed", "serialised"):
+        out = (tmp_path / "ir" if weights == "reference" else tmp_path / how) / "m.onnx"
+        ir2onnx.convert_file(xml, out, weights=weights)
+        data = out.parent / "m.onnx.data"
+        files[how] = (out.read_bytes(), data.read_bytes() if data.exists() else None)
+        monkeypatch.setattr(ir2onnx.write, "complete_weightless", lambda *a: None)
+    assert len(completed) == 1 and completed[0] is not None
+    assert files["completed"] == files["serialised"]
+    if source == "sized" and weights == "reference":
+        proto = onnx.load(str(tmp_path / "ir" / "m.onnx"), load_external_data=False)
+        external = [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+        assert len(external) == 4 and len(proto.graph.initializer) > 4  # the 512-byte weight and the scalars inline
+        assert {loc for loc, _, _ in locations(tmp_path / "ir" / "m.onnx").values()} == {"model.bin", "m.onnx.data"}

@@ -48,6 +48,7 @@ def load_error(model: bytes) -> str | None:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: a failure is reported by the caller, not on stderr
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.intra_op_num_threads = 1  # the session never runs: no thread pool to start (~10 ms on 1,500 nodes)
     try:
         ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # noqa: BLE001  onnxruntime raises its own exception types (Fail, InvalidGraph, ...)

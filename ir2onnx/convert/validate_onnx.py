@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import onnx
 import onnx_ir as ir
@@ -30,15 +31,22 @@ _NODE_PATTERNS = (
 _ELEM_TYPE = re.compile(r"elem type: \((\d+)\) vs \((\d+)\)")
 
 
+class Validation(NamedTuple):
+    """A validation under way (start_validation)."""
+
+    verdict: Callable[[], None]  # onnxruntime's verdict: raises InvalidModelError if it refused the model
+    proto: onnx.ModelProto  # the weightless proto the checks ran on (protos.complete_weightless completes it)
+
+
 def validate_model(model: ir.Model, *, runtime: bool = True) -> None:
     """Raise InvalidModelError unless `model` passes onnx.checker, strict inference and (when `runtime` and
     onnxruntime is importable) loads in an onnxruntime session."""
-    start_validation(model, runtime=runtime)()
+    start_validation(model, runtime=runtime).verdict()
 
 
-def start_validation(model: ir.Model, *, runtime: bool = True) -> Callable[[], None]:
-    """`validate_model(model)` in two steps: the ONNX checks run now (raising InvalidModelError), and the function
-    returned gives onnxruntime's verdict (raising InvalidModelError if it refuses the model). With a helper process
+def start_validation(model: ir.Model, *, runtime: bool = True) -> Validation:
+    """`validate_model(model)` in two steps: the ONNX checks run now (raising InvalidModelError), and the verdict
+    returned gives onnxruntime's (raising InvalidModelError if it refuses the model). With a helper process
     (ort_helper), onnxruntime loads the model there from now on, while this process goes on (the checks, writing the
     files). The model must not change before the verdict is asked for; ask for it before validating another."""
     proto = weightless_proto(model)
@@ -55,7 +63,7 @@ def start_validation(model: ir.Model, *, runtime: bool = True) -> Callable[[], N
         if error is not None:
             raise _error(model, "does not load in onnxruntime", error)
 
-    return runtime_verdict
+    return Validation(runtime_verdict, proto)
 
 
 def _check(model: ir.Model, proto: onnx.ModelProto) -> None:

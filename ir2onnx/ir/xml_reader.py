@@ -171,15 +171,16 @@ def _port(el: etree._Element, what: str) -> Port:
         if d.tag != "dim":
             continue
         try:
-            v = int((d.text or "").strip())
-        except ValueError:
+            v = int(d.text)  # (int() ignores surrounding whitespace)
+        except (TypeError, ValueError):
             raise IRReadError(f"{what} (line {d.sourceline}): <dim>{d.text}</dim> is not an integer") from None
         if v < -1:
             raise IRReadError(f"{what} (line {d.sourceline}): <dim>{v}</dim> is negative")
         dims.append(None if v == -1 else v)
-    prec = el.get("precision")
-    et = parse_element_type(prec) if prec else None
-    return Port(pid, tuple(dims), et, split_names(el.get("names", "")), el.sourceline or 0)
+    attrib = el.attrib
+    prec = attrib.get("precision")
+    return Port(pid, tuple(dims), parse_element_type(prec) if prec else None, split_names(attrib.get("names", "")),
+                el.sourceline or 0)
 
 
 def _port_map_entry(el: etree._Element, what: str) -> PortMapEntry:
@@ -201,38 +202,42 @@ def _port_map_entry(el: etree._Element, what: str) -> PortMapEntry:
 
 
 def _layer(el: etree._Element, scope: str) -> Layer:
-    lid = el.get("id")
-    what = f"{scope}layer {lid} '{el.get('name', '')}' ({el.get('type', '?')}, line {el.sourceline})"
-    if lid is None or el.get("type") is None:
+    attrib = el.attrib
+    lid, kind, name = attrib.get("id"), attrib.get("type"), attrib.get("name", "")
+    line = el.sourceline or 0
+    what = f"{scope}layer {lid} '{name}' ({kind if kind is not None else '?'}, line {el.sourceline})"
+    if lid is None or kind is None:
         raise IRReadError(f"{what}: a <layer> needs 'id' and 'type' attributes")
-    data_el = _child(el, "data")
+    children: dict[object, etree._Element] = {}  # the first child of each tag
+    for c in el:
+        children.setdefault(c.tag, c)
+    data_el = children.get("data")
     data = dict(data_el.attrib) if data_el is not None else {}
-    if el.get("output_names") is not None:  # a Result's names for the model output: kept with its data
-        data.setdefault("output_names", el.get("output_names", ""))
-    inputs = _child(el, "input")
-    outputs = _child(el, "output")
+    if "output_names" in attrib:  # a Result's names for the model output: kept with its data
+        data.setdefault("output_names", attrib["output_names"])
+    inputs, outputs = children.get("input"), children.get("output")
     layer = Layer(
         id=lid.strip(),
-        name=el.get("name", ""),
-        type=el.get("type", ""),
-        version=el.get("version", ""),
-        data={str(k): str(v) for k, v in data.items()},
+        name=name,
+        type=kind,
+        version=attrib.get("version", ""),
+        data=data,
         inputs=tuple(_port(p, what) for p in inputs if p.tag == "port") if inputs is not None else (),
         outputs=tuple(_port(p, what) for p in outputs if p.tag == "port") if outputs is not None else (),
-        line=el.sourceline or 0,
+        line=line,
         scope=scope,
     )
     if layer.type_key in ("const", "constant"):
         object.__setattr__(layer, "const", _const_data(layer, what))
     inner_scope = f"{scope}{layer.type} {layer.id} '{layer.name}' > "
-    body_el = _child(el, "body")
+    body_el = children.get("body")
     if body_el is not None:
         body = _body(el, body_el, "port_map", inner_scope, what)
         if layer.type_key == "tensoriterator":  # no special ports: OpenVINO ignores `purpose` in its port map
             body = replace(body, inputs=tuple(e._replace(purpose=None) for e in body.inputs),
                            outputs=tuple(e._replace(purpose=None) for e in body.outputs))
         object.__setattr__(layer, "body", body)
-    then_el, else_el = _child(el, "then_body"), _child(el, "else_body")
+    then_el, else_el = children.get("then_body"), children.get("else_body")
     if then_el is not None and else_el is not None:
         branches = (_body(el, then_el, "then_port_map", f"{inner_scope}then > ", what),
                     _body(el, else_el, "else_port_map", f"{inner_scope}else > ", what))
