@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ir2onnx import bincopy
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.model import convert_ir
 from ir2onnx.convert.validate_onnx import start_validation, validate_model
@@ -138,24 +139,33 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
         weights = "copy" if external_data else "inline"
     elif weights is not None and external_data is not None and weights != ("copy" if external_data else "inline"):
         raise ConversionError(f"weights '{weights}' contradicts external_data={external_data}")
-    inputs = {xml.resolve(), Path(bin_path or xml.with_suffix(".bin")).resolve()}
+    bin_file = Path(bin_path or xml.with_suffix(".bin"))
+    inputs = {xml.resolve(), bin_file.resolve()}
     if out.resolve() in inputs or (out.parent / (out.name + ".data")).resolve() in inputs:
         raise ConversionError(f"refusing to overwrite the input file {out}")
-    model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                               device=device, defer=True)
-    if deferred is None:
-        return _write_model(model, out, weights, progress)
-    try:  # onnxruntime loads the model (in its helper process) while the files are written
-        return _write_model(model, out, weights, progress, before_commit=deferred.verdict,
-                            weightless=deferred.weightless)
-    except _Refused as refused:  # nothing was left behind: convert without the passes, as convert_to_ir does
-        return _write_model(deferred.plain(refused.args[0]), out, weights, progress)
+    bincopy.prefetch(bin_file, out, weights)  # (unless the command line started it)
+    copy = bincopy.take(bin_file, out)
+    try:
+        model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
+                                   device=device, defer=True)
+        if deferred is None:
+            return _write_model(model, out, weights, progress, bin_copy=copy)
+        try:  # onnxruntime loads the model (in its helper process) while the files are written
+            return _write_model(model, out, weights, progress, before_commit=deferred.verdict,
+                                weightless=deferred.weightless, bin_copy=copy)
+        except _Refused as refused:  # nothing was left behind: convert without the passes, as convert_to_ir does
+            return _write_model(deferred.plain(refused.args[0]), out, weights, progress)
+    finally:
+        if copy is not None:
+            copy.discard()  # (not the data file it became)
 
 
 def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Progress | None = None,
-                 before_commit: Callable[[], None] | None = None, weightless: onnx.ModelProto | None = None) -> Path:
+                 before_commit: Callable[[], None] | None = None, weightless: onnx.ModelProto | None = None,
+                 bin_copy: bincopy.BinCopy | None = None) -> Path:
     """The one write path: `model` (from convert_to_ir) to `out` in the given weight mode."""
-    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress, before_commit, weightless)
+    return write_model(model, out, model.meta.get("ir2onnx.weights"), weights, progress, before_commit, weightless,
+                       bin_copy)
 
 
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,

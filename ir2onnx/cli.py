@@ -54,12 +54,17 @@ def _fail(e: BaseException, debug: bool) -> int:
 
 def convert(a: argparse.Namespace) -> int:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
+    from ir2onnx import bincopy
     from ir2onnx._lazy import defer_unused
     from ir2onnx.convert import ort_helper
 
     # started first, so that it imports onnxruntime while this process loads the converters and converts (--check
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
+    if a.external_data is None:  # a large .bin whose weights are copied: copied meanwhile, in a thread
+        model = Path(a.model)
+        bincopy.prefetch(a.bin_path or model.with_suffix(".bin"), Path(a.output) if a.output else
+                         model.with_suffix(".onnx"), a.weights)
     defer_unused()  # sympy, and onnx's own tools: not needed to convert
     with _one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
         import ir2onnx.api  # numpy, onnx and the converters

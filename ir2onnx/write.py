@@ -8,6 +8,8 @@ mapped .bin) can be referenced where it lies instead of copied:
   types, upcast 8-bit floats, reordered gates, ...) go to ``OUT.onnx.data``. The ONNX file then needs the .bin at
   the same relative location, which ONNX only allows in the model's directory or below it (no ``..``).
 * ``copy``: every weight goes to ``OUT.onnx.data`` (kernel-side copies from the .bin where the platform has them).
+  For a large .bin that the model reads nearly all of as it is, that file is a copy of the whole .bin, made while
+  the model was converted (bincopy.py), with the computed weights after it.
 * ``inline``: every weight inside the .onnx file (protobuf's 2 GiB limit; the whole file is built in memory).
 
 Tensors of at most ``INLINE_BYTES`` stay inside the .onnx in every mode. Nothing is left behind on failure: the
@@ -25,6 +27,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ir2onnx.bincopy import UNUSED_SHARE, BinCopy, bin_location, reference_refusal
 from ir2onnx.errors import ConversionError
 from ir2onnx.ir.weights import Weights
 from ir2onnx.protos import complete_weightless
@@ -37,31 +40,6 @@ _PROTOBUF_LIMIT = (1 << 31) - 1
 Progress = Callable[[int, int], None]
 
 
-def bin_location(bin_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str | None:
-    """The .bin's location relative to the output's directory, as ONNX external data names it, or None where ONNX
-    tools would refuse it: outside that directory (symlinks resolved: onnx's checker and loader and onnxruntime
-    refuse locations that leave the model's directory) or with several hard links (onnx's loader refuses those)."""
-    return None if _reference_refusal(bin_path, out_dir) else Path(
-        os.path.relpath(os.path.abspath(bin_path), os.path.abspath(out_dir))).as_posix()
-
-
-def _reference_refusal(bin_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str | None:
-    rel = os.path.relpath(os.path.abspath(bin_path), os.path.abspath(out_dir))
-    real = os.path.relpath(os.path.realpath(bin_path), os.path.realpath(out_dir))
-    if any(p == os.pardir or os.path.isabs(p) or p.startswith(os.pardir + os.sep) for p in (rel, real)):
-        return (f"an ONNX file can reference {bin_path} only when it is written into {Path(bin_path).parent} or one "
-                "of its parent directories (ONNX external data locations are relative to the model and may not leave "
-                "its directory)")
-    try:
-        links = os.stat(bin_path).st_nlink
-    except OSError:
-        links = 1
-    if links > 1:
-        return (f"{bin_path} has {links} hard links, and onnx's loader and checker refuse external data files with "
-                "more than one")
-    return None
-
-
 def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) -> str:
     """The mode to write with: `mode` itself (checked), or by default `reference` where ONNX tools accept a
     reference to the .bin from the output's location, else `copy`."""
@@ -70,7 +48,7 @@ def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) ->
     if mode not in WEIGHT_MODES:
         raise ConversionError(f"unknown weight mode '{mode}' ({', '.join(WEIGHT_MODES)})")
     if mode == "reference" and weights is not None:
-        refusal = _reference_refusal(weights.path, out.parent)
+        refusal = reference_refusal(weights.path, out.parent)
         if refusal:
             raise ConversionError(f"weights 'reference': {refusal}; or use weights 'copy'")
     return mode
@@ -78,13 +56,14 @@ def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) ->
 
 def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str | None = None,
                 progress: Progress | None = None, before_commit: Callable[[], None] | None = None,
-                weightless: onnx.ModelProto | None = None) -> Path:
+                weightless: onnx.ModelProto | None = None, bin_copy: BinCopy | None = None) -> Path:
     """Write `model` to `out` (and `out`.data when needed) atomically. Returns `out`.
 
     A stale `out`.data from an earlier conversion is removed when the new model does not use that file.
     `before_commit` runs once the files are written under temporary names, before they take their places; should
     it raise, they are removed and nothing is left behind. `weightless`: the model's `protos.weightless_proto`, made
     since it last changed (taken over); the file's proto is completed from it instead of serialising the model.
+    `bin_copy`: the .bin being copied beside the output (taken over: used as the data file, or removed).
     """
     mode = resolve_weight_mode(mode, out, weights)
     out_dir = out.parent
@@ -111,13 +90,23 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
             else:
                 to_data.append((v, offset))
 
+    whole = _whole_bin(bin_copy, weights, to_data) if mode == "copy" else None
+    if whole is not None:
+        total = whole.size + sum(v.const_value.nbytes for v, off in to_data if off is None)  # type: ignore[union-attr]
+        if not whole.finish(None if progress is None else lambda done: progress(done, total)):
+            whole = None  # the copy failed: the weights are written one by one
+    if bin_copy is not None and whole is None:
+        bin_copy.discard()
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out_dir)
     os.close(fd)
-    tmp_data = Path(tmp + ".data")
+    tmp_data = Path(tmp + ".data") if whole is None else Path(whole.path)
     try:
         if to_data:
             pending = [(v.const_value, off) for v, off in to_data]
-            offsets = _write_data_file(pending, weights, tmp_data, progress)  # type: ignore[arg-type]
+            if whole is not None:
+                offsets = _after_bin_copy(whole, pending, tmp_data, progress)  # type: ignore[arg-type]
+            else:
+                offsets = _write_data_file(pending, weights, tmp_data, progress)  # type: ignore[arg-type]
             for (v, _), off in zip(to_data, offsets):
                 v.const_value = _external(v.const_value, data_path.name, off, out_dir)  # type: ignore[arg-type]
         for v, off in referenced:
@@ -133,6 +122,8 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
         if to_data:
             os.chmod(tmp_data, 0o666 & ~_umask())
             os.replace(tmp_data, data_path)
+            if whole is not None:
+                whole.kept = True
         os.replace(tmp, out)
     except BaseException:
         for p in (Path(tmp), tmp_data):
@@ -144,6 +135,47 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
     if not to_data and data_path.is_file():
         data_path.unlink()
     return out
+
+
+def _whole_bin(bin_copy: BinCopy | None, weights: Weights | None,
+               to_data: list[tuple[ir.Value, int | None]]) -> BinCopy | None:
+    """`bin_copy` when it copies the weights' .bin and the model reads all but at most UNUSED_SHARE of it as it is."""
+    if bin_copy is None or weights is None or not to_data:
+        return None
+    try:
+        if not os.path.samefile(bin_copy.source, weights.path):
+            return None
+    except OSError:
+        return None
+    ranges = sorted({(off, off + v.const_value.nbytes) for v, off in to_data  # type: ignore[union-attr]
+                     if off is not None})
+    read, end = 0, 0
+    for start, stop in ranges:  # the bytes of the union of the ranges
+        read += max(0, stop - max(start, end))
+        end = max(end, stop)
+    return bin_copy if bin_copy.size - read <= bin_copy.size * UNUSED_SHARE else None
+
+
+def _after_bin_copy(copy: BinCopy, tensors: list[tuple[ir.TensorProtocol, int | None]], path: Path,
+                    progress: Progress | None) -> list[int]:
+    """The data file as the .bin's (finished) copy with the computed tensors after it; their offsets (an unchanged
+    view of the .bin at its offset there)."""
+    total = copy.size + sum(t.nbytes for t, off in tensors if off is None)
+    offsets: list[int] = []
+    end = copy.size
+    with open(path, "r+b") as f:
+        for t, off in tensors:
+            if off is None:
+                f.seek(end)
+                if hasattr(t, "tofile"):
+                    t.tofile(f)
+                else:
+                    f.write(t.tobytes())
+                off, end = end, end + t.nbytes
+                if progress is not None:
+                    progress(end, total)
+            offsets.append(off)
+    return offsets
 
 
 def _bin_offset(tensor: object, weights: Weights | None) -> int | None:

@@ -294,3 +294,106 @@ def test_written_proto_completed_from_the_validated_one(tmp_path: Path, monkeypa
         external = [t for t in proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
         assert len(external) == 4 and len(proto.graph.initializer) > 4  # the 512-byte weight and the scalars inline
         assert {loc for loc, _, _ in locations(tmp_path / "ir" / "m.onnx").values()} == {"model.bin", "m.onnx.data"}
+
+
+def weights_and_bits_ir(directory: Path, rows: int, bit_rows: int) -> Path:
+    """x + sum(W) + sum(B): W f32 [rows, 128] (read as it is), B u1 [bit_rows, 128] (unpacked: computed)."""
+    rng = np.random.default_rng(2)
+    x = ops.parameter([2, 128], np.float32, name="x")
+    w = ops.constant(rng.standard_normal((rows, 128)).astype(np.float32))
+    bits = ov.op.Constant(ov.Type.u1, ov.Shape([bit_rows, 128]), rng.integers(0, 2, bit_rows * 128).tolist())
+    y = ops.add(ops.add(x, ops.reduce_sum(w, [0], True)), ops.reduce_sum(ops.convert(bits, np.float32), [0], True))
+    directory.mkdir(parents=True, exist_ok=True)
+    xml = directory / "model.xml"
+    ov.save_model(ov.Model([y], [x], "bits"), str(xml), compress_to_fp16=False)
+    return xml
+
+
+def _no_temporary_files(directory: Path) -> None:
+    assert not [p.name for p in directory.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("bit_rows, whole", [(16, True), (1024, False)], ids=["bin-copied-whole", "per-weight"])
+def test_copy_of_the_whole_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bit_rows: int, whole: bool) -> None:
+    """A .bin the model reads nearly all of as it is is copied whole while converting (bincopy.py), the computed
+    weights after it; one with more unread (here the packed bits the conversion unpacks) is written weight by weight
+    and the copy removed."""
+    import ir2onnx.bincopy
+
+    monkeypatch.setattr(ir2onnx.bincopy, "MIN_BYTES", 0)
+    xml = weights_and_bits_ir(tmp_path / "ir", 256, bit_rows)
+    (tmp_path / "out").mkdir()  # (the copy starts only into an existing directory: none is made for a failure)
+    out = ir2onnx.convert_file(xml, tmp_path / "out" / "m.onnx", weights="copy")
+    data = (tmp_path / "out" / "m.onnx.data").read_bytes()
+    original = xml.with_suffix(".bin").read_bytes()
+    locs = locations(out)
+    assert {loc for loc, _, _ in locs.values()} == {"m.onnx.data"}
+    if whole:
+        assert data[:len(original)] == original
+        assert len(data) == len(original) + bit_rows * 128  # the unpacked bits (a byte each) after the .bin
+    else:
+        assert len(data) == sum(n for _, _, n in locs.values())
+    _no_temporary_files(tmp_path / "out")
+    onnx.checker.check_model(str(out))
+    assert_equivalent(xml, rng_inputs([((2, 128), np.float32)]), proto=onnx.load(str(out)))
+
+
+def test_failed_copy_falls_back_to_writing_each_weight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ir2onnx.bincopy
+
+    class FailingReads:
+        """The os module, whose reads fail (for the copy's thread only)."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(os, name)
+
+        @staticmethod
+        def copy_file_range(*args: object) -> int:
+            raise OSError(5, "input/output error")
+
+        pread = copy_file_range
+
+    monkeypatch.setattr(ir2onnx.bincopy, "MIN_BYTES", 0)
+    monkeypatch.setattr(ir2onnx.bincopy, "os", FailingReads())
+    xml = weights_and_bits_ir(tmp_path / "ir", 256, 16)
+    (tmp_path / "out").mkdir()
+    out = ir2onnx.convert_file(xml, tmp_path / "out" / "m.onnx", weights="copy")
+    locs = locations(out)
+    assert (tmp_path / "out" / "m.onnx.data").stat().st_size == sum(n for _, _, n in locs.values())
+    _no_temporary_files(tmp_path / "out")
+    assert_equivalent(xml, rng_inputs([((2, 128), np.float32)]), proto=onnx.load(str(out)))
+
+
+def test_copy_removed_when_the_conversion_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ir2onnx.bincopy
+
+    monkeypatch.setattr(ir2onnx.bincopy, "MIN_BYTES", 0)
+    xml = weights_and_bits_ir(tmp_path / "ir", 256, 16)
+    xml.write_text(xml.read_text().replace('type="ReduceSum"', 'type="NoSuchOp"', 1))
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ir2onnx.errors.ConversionError):
+        ir2onnx.convert_file(xml, tmp_path / "out" / "m.onnx", weights="copy")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_prefetch_only_for_copied_weights(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's early copy: started only where the weights will be copied there, handed over only to the
+    conversion of that .bin into that directory (else removed)."""
+    from ir2onnx import bincopy
+
+    monkeypatch.setattr(bincopy, "MIN_BYTES", 0)
+    xml = weights_and_bits_ir(tmp_path / "ir", 256, 16)
+    bin_path, elsewhere = xml.with_suffix(".bin"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    bincopy.prefetch(bin_path, xml.with_suffix(".onnx"), None)  # beside the .bin: referenced by default
+    assert bincopy.take(bin_path, xml.with_suffix(".onnx")) is None
+    bincopy.prefetch(bin_path, elsewhere / "m.onnx", "inline")
+    assert bincopy.take(bin_path, elsewhere / "m.onnx") is None
+    bincopy.prefetch(bin_path, elsewhere / "m.onnx", None)  # elsewhere: copied by default
+    assert bincopy.take(bin_path, tmp_path / "ir" / "m.onnx") is None  # another directory: removed
+    assert list(elsewhere.iterdir()) == []
+    bincopy.prefetch(bin_path, elsewhere / "m.onnx", "copy")
+    copy = bincopy.take(bin_path, elsewhere / "m.onnx")
+    assert copy is not None and copy.finish() and Path(copy.path).read_bytes() == bin_path.read_bytes()
+    copy.discard()
+    assert list(elsewhere.iterdir()) == []
