@@ -129,6 +129,14 @@ def prefetch(bin_path: str | os.PathLike[str], out: Path, weights: str | None) -
         return  # the conversion reports what is wrong with these paths
 
 
+def cancel() -> None:
+    """Discard the copy `prefetch` started, if the conversion did not take it."""
+    global _pending
+    copy, _pending = _pending, None
+    if copy is not None:
+        copy.discard()
+
+
 def take(bin_path: str | os.PathLike[str], out: Path) -> BinCopy | None:
     """The copy `prefetch` started for this .bin and output directory (the caller discards it when unused)."""
     global _pending

@@ -66,8 +66,12 @@ def convert(a: argparse.Namespace) -> int:
         bincopy.prefetch(a.bin_path or model.with_suffix(".bin"), Path(a.output) if a.output else
                          model.with_suffix(".onnx"), a.weights)
     defer_unused()  # sympy, and onnx's own tools: not needed to convert
-    with _one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
-        import ir2onnx.api  # numpy, onnx and the converters
+    try:
+        with _one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
+            import ir2onnx.api  # numpy, onnx and the converters
+    except BaseException:
+        bincopy.cancel()
+        raise
 
     bar = _WriteProgress(not a.quiet and sys.stderr.isatty())
     if a.quiet:
@@ -91,6 +95,8 @@ def convert(a: argparse.Namespace) -> int:
             return EXIT_OK
     except Exception as e:  # noqa: BLE001  every failure becomes one readable line and an exit code
         return _fail(e, a.debug)
+    finally:
+        bincopy.cancel()  # (a failure before the conversion took it)
     return _check(a.model, path, a)
 
 

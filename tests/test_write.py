@@ -397,3 +397,22 @@ def test_prefetch_only_for_copied_weights(tmp_path: Path, monkeypatch: pytest.Mo
     assert copy is not None and copy.finish() and Path(copy.path).read_bytes() == bin_path.read_bytes()
     copy.discard()
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("failure", ["device", "none"])
+def test_cli_copy_leaves_only_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """The command line starts the copy before it imports the converters; a failure before the conversion (an
+    unknown device) removes it, a conversion uses it."""
+    import ir2onnx.bincopy
+    from ir2onnx.cli import run
+
+    monkeypatch.setattr(ir2onnx.bincopy, "MIN_BYTES", 0)
+    xml = weights_and_bits_ir(tmp_path / "ir", 256, 16)
+    (tmp_path / "out").mkdir()
+    extra = ["--device", "tpu"] if failure == "device" else []
+    code = run(["convert", str(xml), "-o", str(tmp_path / "out" / "m.onnx"), "--weights", "copy", "--quiet", *extra])
+    if failure == "device":
+        assert code != 0 and list((tmp_path / "out").iterdir()) == []
+    else:
+        assert code == 0 and sorted(p.name for p in (tmp_path / "out").iterdir()) == ["m.onnx", "m.onnx.data"]
+        assert (tmp_path / "out" / "m.onnx.data").read_bytes().startswith(xml.with_suffix(".bin").read_bytes())
