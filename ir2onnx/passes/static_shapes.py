@@ -50,6 +50,12 @@ class StaticShapes:
         self._depth = 0
 
     def __call__(self, value: ir.Value | None) -> Shape | None:
+        return self.shape(value)
+
+    def shape(self, value: ir.Value | None) -> Shape | None:
+        """`self(value)`. The rules recurse through this method, not through `self(...)`: Python 3.12 counts a call of
+        an object (through its type's C slot) against a fixed C recursion limit that `sys.setrecursionlimit` does not
+        raise, where a call of a Python method is not."""
         if value is None:
             return None
         if value not in self._memo:
@@ -98,11 +104,11 @@ def _axis(node: ir.Node, default: int, rank: int) -> int:
 
 
 def _identity(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    return s(node.inputs[0])
+    return s.shape(node.inputs[0])
 
 
 def _squeeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    shape, axes = s(node.inputs[0]), _axes(node)
+    shape, axes = s.shape(node.inputs[0]), _axes(node)
     if shape is None or axes is None:
         return None
     if not axes:
@@ -114,7 +120,7 @@ def _squeeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 
 def _unsqueeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    shape, axes = s(node.inputs[0]), _axes(node)
+    shape, axes = s.shape(node.inputs[0]), _axes(node)
     if shape is None or not axes:
         return None
     rank = len(shape) + len(axes)
@@ -131,7 +137,7 @@ def _reshape(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
         return None
     attr = node.attributes.get("allowzero")
     allowzero = attr is not None and attr.as_int() != 0
-    shape = s(node.inputs[0])
+    shape = s.shape(node.inputs[0])
     dims: list[int] = []
     for i, d in enumerate(target):
         if d == 0 and not allowzero:
@@ -155,7 +161,7 @@ def _reshape(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 
 def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    shape = s(node.inputs[0])
+    shape = s.shape(node.inputs[0])
     if shape is None:
         return None
     axis = _axis(node, 1, len(shape))
@@ -165,7 +171,7 @@ def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 
 def _transpose(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    shape = s(node.inputs[0])
+    shape = s.shape(node.inputs[0])
     if shape is None:
         return None
     perm = transpose_perm(node, len(shape))
@@ -182,7 +188,7 @@ def transpose_perm(node: ir.Node, rank: int) -> list[int]:
 
 def _broadcast(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     """Elementwise ops: the inputs' shapes broadcast (numpy rules), or None where they would not."""
-    shapes = [s(v) for v in node.inputs]
+    shapes = [s.shape(v) for v in node.inputs]
     if not shapes or any(sh is None for sh in shapes):
         return None
     try:
@@ -192,7 +198,7 @@ def _broadcast(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 
 def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    a, b = (s(v) for v in node.inputs[:2]) if len(node.inputs) == 2 else (None, None)
+    a, b = (s.shape(node.inputs[0]), s.shape(node.inputs[1])) if len(node.inputs) == 2 else (None, None)
     if a is None or b is None or not a or not b:
         return None
     a2, b2 = (1, *a) if len(a) == 1 else a, (*b, 1) if len(b) == 1 else b
@@ -207,7 +213,7 @@ def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     """Output `index` of a Split: given sizes (the second input), or equal parts."""
-    shape = s(node.inputs[0])
+    shape = s.shape(node.inputs[0])
     if shape is None:
         return None
     axis = _axis(node, 0, len(shape))
@@ -227,7 +233,7 @@ def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
 
 def _slice(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     """A Slice with constant starts, ends, axes and steps."""
-    shape = s(node.inputs[0])
+    shape = s.shape(node.inputs[0])
     starts, ends = (const_ints(v) for v in node.inputs[1:3]) if len(node.inputs) >= 3 else (None, None)
     if shape is None or starts is None or ends is None or len(starts) != len(ends):
         return None
@@ -244,7 +250,7 @@ def _slice(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
 
 
 def _gather(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
-    data, indices = s(node.inputs[0]), s(node.inputs[1]) if len(node.inputs) > 1 else None
+    data, indices = s.shape(node.inputs[0]), s.shape(node.inputs[1]) if len(node.inputs) > 1 else None
     if data is None or indices is None:
         return None
     axis = _axis(node, 0, len(data))
@@ -257,7 +263,7 @@ def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     hidden = node.attributes.get("hidden_size")
     if (layout is not None and layout.as_int() != 0) or hidden is None:
         return None
-    x = s(node.inputs[0])
+    x = s.shape(node.inputs[0])
     if x is None or len(x) != 3:
         return None
     direction = node.attributes.get("direction")
