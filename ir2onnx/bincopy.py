@@ -23,7 +23,11 @@ from pathlib import Path
 
 MIN_BYTES = 64 << 20
 UNUSED_SHARE = 1 / 16
-_CHUNK = 32 << 20
+# bytes per copy_file_range call: each call returns to Python, which then waits for the interpreter's lock while the
+# conversion holds it (32 MiB calls took the copy from 0.5 s to 1-2 s there); per read and write where the kernel
+# cannot copy (held in memory)
+_KERNEL_CHUNK = 1 << 30
+_CHUNK = 16 << 20
 
 
 def bin_location(bin_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> str | None:
@@ -60,7 +64,7 @@ class BinCopy:
         self.size = size
         self.copied = 0
         self.error: BaseException | None = None
-        self.kept = False  # the copy became the model's data file (renamed): discard() leaves it
+        self.kept = False  # the copy became the model's data file (renamed), or was removed: discard() leaves it
         fd, self.path = tempfile.mkstemp(prefix=".ir2onnx-", suffix=".data.tmp", dir=directory)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(fd,), name="ir2onnx-bin-copy", daemon=True)
@@ -71,7 +75,7 @@ class BinCopy:
             with open(self.source, "rb") as src:
                 fast = hasattr(os, "copy_file_range")
                 while self.copied < self.size and not self._stop.is_set():
-                    n = min(_CHUNK, self.size - self.copied)
+                    n = min(_KERNEL_CHUNK if fast else _CHUNK, self.size - self.copied)
                     if fast:
                         try:
                             done = os.copy_file_range(src.fileno(), fd, n, self.copied, self.copied)
@@ -97,9 +101,9 @@ class BinCopy:
         return self.error is None and self.copied == self.size
 
     def discard(self) -> None:
-        """Stop the copy and remove its file (unless kept)."""
+        """Stop the copy and remove its file (unless kept). A copy under way ends after its current call, into the
+        removed file, without being waited for."""
         self._stop.set()
-        self._thread.join()
         if self.kept:
             return
         self.kept = True  # (once)
@@ -115,6 +119,8 @@ def prefetch(bin_path: str | os.PathLike[str], out: Path, weights: str | None) -
     """Start copying the .bin into `out`'s directory when the conversion will copy its weights there (`weights`
     'copy', or by default where `out` cannot reference the .bin) and it is large; `take` hands the copy over."""
     global _pending
+    if os.name != "posix":  # (a file being written is not removed elsewhere)
+        return
     source = os.path.abspath(bin_path)
     try:
         size = os.path.getsize(source)
