@@ -104,7 +104,7 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
         if to_data:
             pending = [(v.const_value, off) for v, off in to_data]
             if whole is not None:
-                offsets = _after_bin_copy(whole, pending, tmp_data, progress)  # type: ignore[arg-type]
+                offsets = _after_bin_copy(whole, pending, tmp_data, total, progress)  # type: ignore[arg-type]
             else:
                 offsets = _write_data_file(pending, weights, tmp_data, progress)  # type: ignore[arg-type]
             for (v, _), off in zip(to_data, offsets):
@@ -156,11 +156,10 @@ def _whole_bin(bin_copy: BinCopy | None, weights: Weights | None,
     return bin_copy if bin_copy.size - read <= bin_copy.size * UNUSED_SHARE else None
 
 
-def _after_bin_copy(copy: BinCopy, tensors: list[tuple[ir.TensorProtocol, int | None]], path: Path,
+def _after_bin_copy(copy: BinCopy, tensors: list[tuple[ir.TensorProtocol, int | None]], path: Path, total: int,
                     progress: Progress | None) -> list[int]:
-    """The data file as the .bin's (finished) copy with the computed tensors after it; their offsets (an unchanged
-    view of the .bin at its offset there)."""
-    total = copy.size + sum(t.nbytes for t, off in tensors if off is None)
+    """The data file as the .bin's (finished) copy with the computed tensors after it (`total` bytes); their offsets
+    (an unchanged view of the .bin at its offset there)."""
     offsets: list[int] = []
     end = copy.size
     with open(path, "r+b") as f:
