@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 import onnx_ir as ir
 
+from ir2onnx.passes.loop_utils import may_hold_graphs, subgraphs
+
 METADATA_KEY = "ir2onnx.layer_outputs"
 _META = "ir2onnx.layer_values"
 
@@ -69,9 +71,6 @@ def _values(graph: ir.Graph) -> Iterator[ir.Value]:
     yield from graph.initializers.values()
     for node in graph:
         yield from node.outputs
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from _values(attr.value)
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for g in attr.value:
-                    yield from _values(g)
+        if may_hold_graphs(node):
+            for sub in subgraphs(node):
+                yield from _values(sub)

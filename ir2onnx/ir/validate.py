@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ir2onnx.errors import IRReadError, IRValidationError
 from ir2onnx.ir.element_types import parse_element_type
-from ir2onnx.ir.model import Body, Graph, IRModel, Layer
+from ir2onnx.ir.model import Body, Edge, Graph, IRModel, Layer
 from ir2onnx.ir.weights import Weights, needed_bytes
 from ir2onnx.ir.xml_reader import parameter_shape, parse_shape
 
@@ -77,22 +77,27 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
         return  # the rest of the checks key on ids
 
     filled: dict[tuple[str, int], int] = {}
+    scope = g.layers[0].scope if g.layers else ""
+
+    def where(e: Edge) -> str:  # (made only for a problem: a network has thousands of edges)
+        return f"{scope}edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} (line {e.line})"
+
     for e in g.edges:
         src, dst = seen.get(e.from_layer), seen.get(e.to_layer)
-        where = f"{g.layers[0].scope if g.layers else ''}edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} (line {e.line})"
         if src is None or dst is None:
             missing = e.from_layer if src is None else e.to_layer
-            problems.append(f"{where}: layer {missing} does not exist")
+            problems.append(f"{where(e)}: layer {missing} does not exist")
             continue
         if src.output_index(e.from_port) is None or src.type_key == "result":
-            problems.append(f"{where}: {src.where()} has no output port {e.from_port}")
+            problems.append(f"{where(e)}: {src.where()} has no output port {e.from_port}")
         ii = dst.input_index(e.to_port)
         if ii is None:
-            problems.append(f"{where}: {dst.where()} has no input port {e.to_port}")
+            problems.append(f"{where(e)}: {dst.where()} has no input port {e.to_port}")
             continue
         key = (dst.id, ii)
         if key in filled:
-            problems.append(f"{where}: input port {e.to_port} of {dst.where()} is already fed by the edge at line {filled[key]}")
+            problems.append(f"{where(e)}: input port {e.to_port} of {dst.where()} is already fed by the edge at line "
+                            f"{filled[key]}")
         filled[key] = e.line
     if problems:
         return

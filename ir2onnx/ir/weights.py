@@ -29,7 +29,7 @@ _F4E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1
 def needed_bytes(element_type: ElementType, shape: tuple[int, ...]) -> int:
     """Bytes of a Const's data: whole groups of lcm(bits, 8) bits (u3 and u6 fill 3-byte groups of 8 and 4 values
     even when the last group is partial; other types whole bytes). For strings, the header (count and offsets)."""
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)
     if element_type.name == "string":
         return _string_header(count)
     group_bits = math.lcm(element_type.bits, 8)
@@ -77,7 +77,7 @@ class Weights:
         """The Const's values: a zero-copy view for byte-sized types, an unpacked array for sub-byte ones, UTF-8
         bytes objects for strings."""
         et, shape = const.element_type, const.shape
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        count = math.prod(shape)
         if et.name == "string":
             return unpack_strings(self.raw(const.offset, const.size), count).reshape(shape)
         raw = self.raw(const.offset, needed_bytes(et, shape))

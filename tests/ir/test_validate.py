@@ -59,6 +59,11 @@ CASES = [
     ("const-too-small", ('offset="0" size="8"', 'offset="0" size="4"'), 8, IRValidationError,
      ["too small for f32[2]", "'w'"]),
     ("short-bin", None, 4, IRValidationError, ["outside the 4-byte .bin"]),
+    # 2^64 elements: a product in int64 would wrap to 0 bytes needed
+    ("const-size-past-int64", ('shape="2" offset="0" size="8"/>\n   <output><port id="0" precision="FP32"><dim>2</dim>',
+                               ('shape="4294967296,4294967296" offset="0" size="8"/>\n   <output><port id="0" '
+                                'precision="FP32"><dim>4294967296</dim><dim>4294967296</dim>')), 8, IRValidationError,
+     ["size 8 is too small for f32[4294967296, 4294967296] (73786976294838206464 bytes)", "'w'"]),
     ("bad-dim", ("<dim>2</dim></port></input></layer>", "<dim>two</dim></port></input></layer>"), 8, IRReadError,
      ["is not an integer", "'out'"]),
     ("unknown-element-type", ('element_type="f32" shape="2" offset', 'element_type="q7" shape="2" offset'), 8,
