@@ -46,6 +46,17 @@ def _items(raw: str) -> list[str]:
     return [p.strip() for p in raw.split(",") if p.strip()]
 
 
+class _OutOfRange(ValueError):
+    """An integer attribute that no int64 holds (OpenVINO refuses it; ONNX attributes are int64 too)."""
+
+
+def _int64(raw: str) -> int:
+    v = int(raw)
+    if not -(1 << 63) <= v < 1 << 63:
+        raise _OutOfRange(f"{v} is outside the int64 range")
+    return v
+
+
 def _parse_bool(raw: str) -> bool:
     low = raw.lower()
     if low in ("true", "1", "yes"):
@@ -101,6 +112,8 @@ class LayerContext:
             return default
         try:
             return parse(raw.strip())
+        except _OutOfRange as e:
+            raise self.error(f"attribute {name}: {e}") from None
         except ValueError:
             raise self.error(f"attribute {name}=\"{raw}\" is not {what}") from None
 
@@ -108,7 +121,7 @@ class LayerContext:
         return self._attr(name, default, str, "a string")  # type: ignore[no-any-return]
 
     def attr_int(self, name: str, default: Any = _NO_DEFAULT) -> int:
-        return self._attr(name, default, int, "an integer")  # type: ignore[no-any-return]
+        return self._attr(name, default, _int64, "an integer")  # type: ignore[no-any-return]
 
     def attr_float(self, name: str, default: Any = _NO_DEFAULT) -> float:
         return self._attr(name, default, float, "a number")  # type: ignore[no-any-return]
@@ -117,7 +130,7 @@ class LayerContext:
         return bool(self._attr(name, default, _parse_bool, "a boolean"))
 
     def attr_ints(self, name: str, default: Any = _NO_DEFAULT) -> list[int]:
-        return list(self._attr(name, default, lambda r: [int(p) for p in _items(r)], "a list of integers"))
+        return list(self._attr(name, default, lambda r: [_int64(p) for p in _items(r)], "a list of integers"))
 
     def attr_floats(self, name: str, default: Any = _NO_DEFAULT) -> list[float]:
         return list(self._attr(name, default, lambda r: [float(p) for p in _items(r)], "a list of numbers"))
@@ -192,6 +205,13 @@ class LayerContext:
         if v is None:
             raise self.error(f"{what} (input {i}) must be a constant")
         return v
+
+    def attr_axis(self, name: str, rank: int, default: Any = _NO_DEFAULT) -> int:
+        """An axis attribute as written (negative counts from the end), refused unless it lies in [-rank, rank)
+        (ONNX's shape inference narrows an attribute to 32 bits, so an axis past that would pass as another)."""
+        axis = self.attr_int(name, default)
+        self.normalize_axis(axis, rank)
+        return axis
 
     def normalize_axis(self, axis: int, rank: int) -> int:
         a = axis + rank if axis < 0 else axis

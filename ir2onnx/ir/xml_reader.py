@@ -26,6 +26,7 @@ from ir2onnx.ir.model import (
 )
 
 MAX_XML_BYTES = 1 << 30  # 1 GiB of XML is far beyond any real network description
+MAX_DIM = (1 << 63) - 1  # dims are int64 in OpenVINO (which refuses larger ones) and in ONNX
 SUPPORTED_IR_VERSIONS = (10, 11)
 
 _DTD = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
@@ -153,13 +154,18 @@ def parse_shape(text: str) -> Shape:
         try:
             if p in ("?", "-1") or sep:
                 bounds = [int(b) for b in (lo, hi) if b not in ("", "?", "-1")]
-                dims.append(bounds[0] if sep and len(bounds) == 2 and bounds[0] == bounds[1] else None)
-                continue
-            dim = int(p)
+                if not (sep and len(bounds) == 2 and bounds[0] == bounds[1]):
+                    dims.append(None)
+                    continue
+                dim = bounds[0]  # a dimension bounded to one value is that value
+            else:
+                dim = int(p)
         except ValueError:
             raise ValueError(f"shape '{text}': '{p}' is not a dimension") from None
         if dim < 0:
             raise ValueError(f"shape '{text}': negative dimension {dim}")
+        if dim > MAX_DIM:
+            raise ValueError(f"shape '{text}': dimension {dim} is larger than an int64 holds")
         dims.append(dim)
     return tuple(dims)
 
@@ -176,6 +182,8 @@ def _port(el: etree._Element, what: str) -> Port:
             raise IRReadError(f"{what} (line {d.sourceline}): <dim>{d.text}</dim> is not an integer") from None
         if v < -1:
             raise IRReadError(f"{what} (line {d.sourceline}): <dim>{v}</dim> is negative")
+        if v > MAX_DIM:
+            raise IRReadError(f"{what} (line {d.sourceline}): <dim>{v}</dim> is larger than an int64 holds")
         dims.append(None if v == -1 else v)
     attrib = el.attrib
     prec = attrib.get("precision")

@@ -64,6 +64,12 @@ CASES = [
                                ('shape="4294967296,4294967296" offset="0" size="8"/>\n   <output><port id="0" '
                                 'precision="FP32"><dim>4294967296</dim><dim>4294967296</dim>')), 8, IRValidationError,
      ["size 8 is too small for f32[4294967296, 4294967296] (73786976294838206464 bytes)", "'w'"]),
+    ("dim-past-int64", ("<dim>2</dim></port></input></layer>", f"<dim>{1 << 70}</dim></port></input></layer>"), 8,
+     IRReadError, [f"<dim>{1 << 70}</dim> is larger than an int64 holds", "'out'"]),
+    ("parameter-shape-past-int64", ('<data shape="2" element_type="f32"/>', f'<data shape="{1 << 63}" element_type="f32"/>'),
+     8, IRValidationError, [f"dimension {1 << 63} is larger than an int64 holds", "layer 0 'x' (Parameter, line 4)"]),
+    ("parameter-shape-negative-bounds", ('<data shape="2" element_type="f32"/>', '<data shape="-3..-3" element_type="f32"/>'),
+     8, IRValidationError, ["negative dimension -3", "'x'"]),
     ("bad-dim", ("<dim>2</dim></port></input></layer>", "<dim>two</dim></port></input></layer>"), 8, IRReadError,
      ["is not an integer", "'out'"]),
     ("unknown-element-type", ('element_type="f32" shape="2" offset', 'element_type="q7" shape="2" offset'), 8,

@@ -46,12 +46,12 @@ def clamp(ctx: LayerContext) -> ir.Value:
 
 @converter("SoftMax", "opset1", "opset8")
 def softmax(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("Softmax", [ctx.inputs[0]], {"axis": ctx.attr_int("axis", 1)})
+    return ctx.b.op("Softmax", [ctx.inputs[0]], {"axis": ctx.attr_axis("axis", ctx.input_rank(0), 1)})
 
 
 @converter("LogSoftmax", "opset5")
 def log_softmax(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_int("axis", 1)})
+    return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_axis("axis", ctx.input_rank(0), 1)})
 
 
 for _ir_type, _onnx_op, _opset in (("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):

@@ -24,6 +24,9 @@ def gather(ctx: LayerContext) -> ir.Value:
     bd = ctx.attr_int("batch_dims", 0)
     if bd < 0:
         bd += ctx.input_rank(1)
+    if not 0 <= bd <= min(ctx.input_rank(1), rank - 1):  # (OpenVINO's range)
+        raise ctx.error(f"batch_dims {ctx.attr_int('batch_dims', 0)} is out of range for data of rank {rank} and "
+                        f"indices of rank {ctx.input_rank(1)}")
     return per_axis(ctx, 2, rank, onnx_dtype(ctx.input_type(0)), lambda b, axis: _gather(ctx, b, axis, rank, bd),
                     lowest=bd)  # the axis is never below batch_dims
 
@@ -120,7 +123,8 @@ def one_hot(ctx: LayerContext) -> ir.Value:
     # onnxruntime implements OneHot for float32 and int64 values: compute in one of those, then cast back
     wide = ir.DataType.FLOAT if et.is_float else ir.DataType.INT64
     direct = onnx_dtype(et) == wide
-    y = b.op("OneHot", [idx, depth, values if direct else b.cast(values, wide)], {"axis": ctx.attr_int("axis", -1)})
+    axis = ctx.attr_axis("axis", ctx.input_rank(0) + 1, -1)  # an axis of the output, one rank above the indices'
+    y = b.op("OneHot", [idx, depth, values if direct else b.cast(values, wide)], {"axis": axis})
     return y if direct else b.cast(y, onnx_dtype(et))
 
 
@@ -134,7 +138,7 @@ def cum_sum(ctx: LayerContext) -> ir.Value:
 @converter("GatherElements", "opset6")
 def gather_elements(ctx: LayerContext) -> ir.Value:
     return ctx.b.op("GatherElements", [ctx.inputs[0], ctx.b.cast(ctx.inputs[1], ir.DataType.INT64)],
-                    {"axis": ctx.attr_int("axis")})
+                    {"axis": ctx.attr_axis("axis", ctx.input_rank(0))})
 
 
 @converter("GatherND", "opset5", "opset8")

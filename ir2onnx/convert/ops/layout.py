@@ -67,6 +67,20 @@ def _reshape(b: GraphBuilder, x: ir.Value, parts: Sequence[Dim]) -> ir.Value:
     return b.reshape(x, shape_value(b, parts), allowzero=False)
 
 
+def _positive(ctx: LayerContext, name: str) -> int:
+    """An attribute that counts or sizes parts: at least 1, as OpenVINO requires."""
+    n = ctx.attr_int(name, 1)
+    if n < 1:
+        raise ctx.error(f"{name}={n}: it must be at least 1")
+    return n
+
+
+def _check_divides(ctx: LayerContext, given: str, n: int, dim: Dim, what: str) -> None:
+    """OpenVINO refuses a static `dim` that `n` (`given`, as the message says it) does not divide."""
+    if isinstance(dim, int) and dim % n:
+        raise ctx.error(f"{given}: {n} does not divide the {dim} {what}")
+
+
 def _block_mode(ctx: LayerContext) -> bool:
     mode = ctx.attr_str("mode").lower()
     if mode not in ("blocks_first", "depth_first"):
@@ -79,10 +93,11 @@ def depth_to_space(ctx: LayerContext) -> ir.Value:
     """[N, C*b^K, D1..DK] -> [N, C, D1*b, .., DK*b]; blocks_first takes the block offsets from the outer part of
     the channel axis, depth_first from the inner part."""
     b = ctx.b
-    bs = ctx.attr_int("block_size", 1)
+    bs = _positive(ctx, "block_size")
     d = input_dims(ctx, 0)
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
+    _check_divides(ctx, f"block_size {bs} ({bs}^{k} channels a block)", bs**k, d[1], "channels")
     c = dim_op(b, "Div", d[1], bs**k)
     if blocks_first:
         split = [d[0]] + [bs] * k + [c] + d[2:]
@@ -99,10 +114,12 @@ def space_to_depth(ctx: LayerContext) -> ir.Value:
     """[N, C, D1..DK] -> [N, C*b^K, D1/b, .., DK/b]; blocks_first puts the block offsets outside the channels,
     depth_first inside."""
     b = ctx.b
-    bs = ctx.attr_int("block_size", 1)
+    bs = _positive(ctx, "block_size")
     d = input_dims(ctx, 0)
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
+    for s in d[2:]:
+        _check_divides(ctx, f"block_size {bs}", bs, s, "elements of a spatial axis")
     small = [dim_op(b, "Div", s, bs) for s in d[2:]]
     split = [d[0], d[1]] + [p for s in small for p in (s, bs)]
     offsets = [3 + 2 * j for j in range(k)]
@@ -118,8 +135,9 @@ def shuffle_channels(ctx: LayerContext) -> ir.Value:
     b = ctx.b
     rank = ctx.input_rank(0)
     axis = ctx.normalize_axis(ctx.attr_int("axis", 1), rank)
-    group = ctx.attr_int("group", 1)
+    group = _positive(ctx, "group")
     d = input_dims(ctx, 0)
+    _check_divides(ctx, f"group {group}", group, d[axis], "elements of the axis")
     y = _reshape(b, ctx.inputs[0], d[:axis] + [group, dim_op(b, "Div", d[axis], group)] + d[axis + 1:])
     perm = list(range(rank + 1))
     perm[axis], perm[axis + 1] = axis + 1, axis

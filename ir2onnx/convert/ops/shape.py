@@ -113,7 +113,7 @@ def reshape(ctx: LayerContext) -> ir.Value:
 
 @converter("Concat", "opset1")
 def concat(ctx: LayerContext) -> ir.Value:
-    return ctx.b.op("Concat", ctx.inputs, {"axis": ctx.attr_int("axis")})
+    return ctx.b.op("Concat", ctx.inputs, {"axis": ctx.attr_axis("axis", ctx.input_rank(0))})
 
 
 @converter("ShapeOf", "opset1", "opset3")
@@ -218,9 +218,19 @@ def _axis_dim(ctx: LayerContext, x: ir.Value, axis: ir.Value) -> ir.Value:
 
 @converter("Split", "opset1")
 def split(ctx: LayerContext) -> list[ir.Value]:
+    """OpenVINO's checks first: num_splits at least 1, and dividing a static axis (ONNX makes one node output per
+    part, so a count no axis could hold is refused here rather than built)."""
     n = ctx.attr_int("num_splits")
+    if n < 1:
+        raise ctx.error(f"num_splits={n}: it must be at least 1")
     if ctx.const(1) is not None:
-        return _split(ctx, ctx.inputs[0], _ints(ctx, 1, "the axis")[0], None, n)
+        axis = _ints(ctx, 1, "the axis")[0]
+        dims = ctx.input_dims(0)
+        # (dims declared inside a loop body may be stale)
+        dim = dims[ctx.normalize_axis(axis, len(dims))] if dims and ctx.b.parent is None else None
+        if isinstance(dim, int) and dim % n:
+            raise ctx.error(f"num_splits={n} does not divide axis {axis} of {dim} elements")
+        return _split(ctx, ctx.inputs[0], axis, None, n)
     b = ctx.b
     axis = ctx.int64_vector(1)
     part = b.op("Div", [_axis_dim(ctx, ctx.inputs[0], axis), b.i64([n])])

@@ -1,0 +1,99 @@
+"""Attributes OpenVINO refuses (an axis past the rank, a count that divides nothing, an integer past int64) are
+refused with one message naming the layer: never an internal error, and never a model of another axis (ONNX's shape
+inference narrows an attribute to 32 bits, so an axis of 2^40 passed on reads as another one)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ir2onnx
+from ir2onnx.errors import ConversionError
+
+ov = pytest.importorskip("openvino")
+ops = pytest.importorskip("openvino.opset13")
+
+_INT64_PAST = str(1 << 70)
+
+
+def _p(shape: list[int], dtype: type = np.float32, name: str = "x") -> object:
+    return ops.parameter(shape, dtype, name=name)
+
+
+def _i64(v: object) -> object:
+    return ops.constant(np.array(v, np.int64))
+
+
+# (case, layer builder, attribute, bad value, message fragments)
+CASES: list[tuple[str, Callable[[], object], str, str, list[str]]] = [
+    ("concat-axis-past-rank", lambda: ops.concat([_p([2, 3]), _p([2, 3], name="y")], 1), "axis", "7",
+     ["(Concat, line", "axis 7 is out of range for rank 2"]),
+    ("concat-axis-past-32-bits", lambda: ops.concat([_p([2, 3]), _p([2, 3], name="y")], 1), "axis",
+     str(1 << 40), [f"axis {1 << 40} is out of range for rank 2"]),
+    ("concat-axis-past-int64", lambda: ops.concat([_p([2, 3]), _p([2, 3], name="y")], 1), "axis", _INT64_PAST,
+     [f"attribute axis: {_INT64_PAST} is outside the int64 range"]),
+    ("softmax-axis", lambda: ops.softmax(_p([2, 3]), 1), "axis", "-3", ["(SoftMax, line", "axis -3 is out of range"]),
+    ("one-hot-axis", lambda: ops.one_hot(_p([3], np.int64), _i64(4), ops.constant(np.float32(1)),
+                                         ops.constant(np.float32(0)), -1), "axis", "2",
+     ["(OneHot, line", "axis 2 is out of range for rank 2"]),
+    ("gather-batch-dims", lambda: ops.gather(_p([2, 3]), _i64([0, 1]), _i64(1), 0), "batch_dims", "2",
+     ["(Gather, line", "batch_dims 2 is out of range"]),
+    ("gather-elements-axis", lambda: ops.gather_elements(_p([2, 3]), _p([2, 3], np.int64, "i"), 0), "axis", "5",
+     ["(GatherElements, line", "axis 5 is out of range"]),
+    ("split-count-dividing-nothing", lambda: ops.split(_p([2, 6]), _i64(1), 3), "num_splits", str(1 << 40),
+     [f"num_splits={1 << 40} does not divide axis 1 of 6 elements"]),
+    ("split-count-zero", lambda: ops.split(_p([2, 6]), _i64(1), 3), "num_splits", "0",
+     ["(Split, line", "num_splits=0: it must be at least 1"]),
+    ("depth-to-space-block", lambda: ops.depth_to_space(_p([1, 4, 2, 2]), "blocks_first", 2), "block_size", "3",
+     ["(DepthToSpace, line", "block_size 3 (3^2 channels a block): 9 does not divide the 4 channels"]),
+    ("depth-to-space-zero", lambda: ops.depth_to_space(_p([1, 4, 2, 2]), "blocks_first", 2), "block_size", "0",
+     ["block_size=0: it must be at least 1"]),
+    ("space-to-depth-block", lambda: ops.space_to_depth(_p([1, 1, 4, 4]), "blocks_first", 2), "block_size", "3",
+     ["(SpaceToDepth, line", "block_size 3: 3 does not divide the 4 elements of a spatial axis"]),
+    ("shuffle-channels-group", lambda: ops.shuffle_channels(_p([1, 4, 2, 2]), 1, 2), "group", "3",
+     ["(ShuffleChannels, line", "group 3: 3 does not divide the 4 elements of the axis"]),
+    ("shuffle-channels-zero", lambda: ops.shuffle_channels(_p([1, 4, 2, 2]), 1, 2), "group", "0",
+     ["group=0: it must be at least 1"]),
+]
+
+
+def _parameters(node: object) -> list[object]:
+    seen, stack, found = set(), [node], []
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.get_type_name() == "Parameter":  # type: ignore[attr-defined]
+            found.append(n)
+        stack.extend(i.get_source_output().get_node() for i in n.inputs())  # type: ignore[attr-defined]
+    return sorted(found, key=lambda p: p.get_friendly_name())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("case", "build", "attribute", "value", "fragments"), CASES, ids=[c[0] for c in CASES])
+def test_attribute_openvino_refuses_is_refused(tmp_path: Path, case: str, build: Callable[[], object],
+                                                attribute: str, value: str, fragments: list[str]) -> None:
+    node = build()
+    xml = tmp_path / "model.xml"
+    ov.save_model(ov.Model([node.output(0)], _parameters(node), case), str(xml),  # type: ignore[attr-defined]
+                  compress_to_fp16=False)
+    text = xml.read_text()
+    # the layer's own attribute (the first one of that name after the layer's type)
+    layer_type = node.get_type_name()  # type: ignore[attr-defined]
+    start = re.search(f'type="{layer_type}"', text, re.IGNORECASE).start()  # type: ignore[union-attr]  (SoftMax)
+    patched, n = re.subn(f' {attribute}="[^"]*"', f' {attribute}="{value}"', text[start:], count=1)
+    assert n == 1
+    xml.write_text(text[:start] + patched)
+    with pytest.raises(Exception):  # noqa: B017  the judge: OpenVINO refuses this IR (its reader or plugin)
+        ov.Core().compile_model(str(xml), "CPU")
+    with pytest.raises(ConversionError) as info:
+        ir2onnx.convert_file(xml, tmp_path / "out.onnx")
+    message = str(info.value)
+    assert "internal error" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin", "model.xml"]
