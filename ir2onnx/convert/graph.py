@@ -145,6 +145,9 @@ class Translator:
             out = fn(ctx)
         except ConversionError:
             raise
+        except MemoryError as e:  # attributes asking for more than the machine holds (a pooled grid of 2^40 cells)
+            raise LayerConversionError(f"{layer.where()}: converting this layer needs more memory than there is "
+                                       f"({e or 'MemoryError'}): check its attributes") from e
         except Exception as e:  # a converter bug must still name the layer
             raise LayerConversionError(f"{layer.where()}: internal error in the converter: {type(e).__name__}: {e}") from e
         finally:

@@ -146,6 +146,9 @@ def gather_nd(ctx: LayerContext) -> ir.Value:
     """opset8 keeps the batch dims (as ONNX does); opset5 flattens them into one leading axis."""
     b = ctx.b
     bd = ctx.attr_int("batch_dims", 0)
+    if not 0 <= bd < min(ctx.input_rank(0), ctx.input_rank(1)):  # (OpenVINO's and ONNX's range)
+        raise ctx.error(f"batch_dims {bd} is out of range for data of rank {ctx.input_rank(0)} and indices of rank "
+                        f"{ctx.input_rank(1)}")
     y = b.op("GatherND", [ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64)], {"batch_dims": bd})
     if bd > 1 and ctx.layer.version == "opset5":
         y = b.reshape(y, b.concat([b.i64([-1]), b.shape_of(y, bd)], 0))

@@ -38,6 +38,10 @@ def _axis(b: GraphBuilder, extent: ir.Value, size: int, stride: int, rate: int,
     return (count, half, rest) if pad == "same_upper" else (count, rest, half)
 
 
+# Positions in a patch (sizes[0] x sizes[1]) the ONNX form takes one Slice each for (real patches: up to a few hundred).
+_MAX_PATCH_POSITIONS = 1 << 16
+
+
 @converter("ExtractImagePatches", "opset3", onnx="Pad, Slice (strided), Concat")
 def extract_image_patches(ctx: LayerContext) -> ir.Value:
     b = ctx.b
@@ -46,6 +50,9 @@ def extract_image_patches(ctx: LayerContext) -> ir.Value:
     for name, v in (("sizes", sizes), ("strides", strides), ("rates", rates)):
         if len(v) != 2 or min(v) < 1:
             raise ctx.error(f"attribute {name}={v} is not two positive integers")
+    if sizes[0] * sizes[1] > _MAX_PATCH_POSITIONS:
+        raise ctx.error(f"sizes={sizes}: the ONNX form slices the image once per position in a patch, and "
+                        f"{sizes[0] * sizes[1]} positions are more than the {_MAX_PATCH_POSITIONS} it builds")
     if pad not in ("valid", "same_upper", "same_lower"):
         raise ctx.error(f"auto_pad=\"{pad}\" is not valid, same_upper or same_lower")
     if ctx.input_rank(0) != 4:

@@ -226,10 +226,11 @@ def split(ctx: LayerContext) -> list[ir.Value]:
     if ctx.const(1) is not None:
         axis = _ints(ctx, 1, "the axis")[0]
         dims = ctx.input_dims(0)
-        # (dims declared inside a loop body may be stale)
-        dim = dims[ctx.normalize_axis(axis, len(dims))] if dims and ctx.b.parent is None else None
-        if isinstance(dim, int) and dim % n:
+        dim = dims[ctx.normalize_axis(axis, len(dims))] if dims else None
+        if isinstance(dim, int) and ctx.b.parent is None and dim % n:
             raise ctx.error(f"num_splits={n} does not divide axis {axis} of {dim} elements")
+        if isinstance(dim, int) and n > max(dim, len(ctx.layer.outputs)):  # (a body's dims may be stale, not so far)
+            raise ctx.error(f"num_splits={n} is more than the {dim} elements of axis {axis}")
         return _split(ctx, ctx.inputs[0], axis, None, n)
     b = ctx.b
     axis = ctx.int64_vector(1)

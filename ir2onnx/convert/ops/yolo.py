@@ -53,6 +53,9 @@ def reorg_yolo(ctx: LayerContext) -> ir.Value:
     if ctx.input_rank(0) != 4:
         raise ctx.error("ReorgYolo takes a 4-D input")
     stride = ctx.attr_ints("stride")[0]
+    dims = ctx.input_dims(0)
+    if stride < 1 or any(isinstance(d, int) and d % stride for d in dims[2:]):  # (OpenVINO's checks)
+        raise ctx.error(f"stride={stride} must be at least 1 and divide the height and width {list(dims[2:])}")
     s2 = stride * stride
     x = ctx.inputs[0]
     n, c, h, w = (b.shape_of(x, i, i + 1) for i in range(4))
