@@ -206,6 +206,14 @@ class LayerContext:
             raise self.error(f"{what} (input {i}) must be a constant")
         return v
 
+    def attr_count(self, name: str, default: Any = _NO_DEFAULT) -> int:
+        """An attribute that counts or sizes parts (splits, a block, a group, a window): at least 1, as OpenVINO
+        requires."""
+        n = self.attr_int(name, default)
+        if n < 1:
+            raise self.error(f"{name}={n}: it must be at least 1")
+        return n
+
     def attr_axis(self, name: str, rank: int, default: Any = _NO_DEFAULT) -> int:
         """An axis attribute as written (negative counts from the end), refused unless it lies in [-rank, rank)
         (ONNX's shape inference narrows an attribute to 32 bits, so an axis past that would pass as another)."""

@@ -69,9 +69,12 @@ CASES: list[tuple[str, Callable[[], object], str, str, list[str]]] = [
      ["(PSROIPooling, line", "needs more memory than there is", "check its attributes"]),
 ]
 
-# Attributes OpenVINO compiles but that ask for more than any run could hold: a clear refusal, not a hang or an
-# internal error (OpenVINO fails when it runs them).
+# Attributes OpenVINO compiles but that its specification rules out, or that ask for more than any run could hold: a
+# clear refusal, not a hang or an internal error (OpenVINO fails when it runs the latter; an LRN window of 0 divides
+# alpha by 0, and it returns about zeros).
 UNREASONABLE: list[tuple[str, Callable[[], object], str, str, list[str]]] = [
+    ("lrn-size-zero", lambda: ops.lrn(_p([1, 4, 4, 4]), _i64([1]), 1e-4, 0.75, 1.0, 3), "size", "0",
+     ["(LRN, line", "size=0: it must be at least 1"]),
     ("roi-pooling-grid", lambda: ops.roi_pooling(_p([1, 2, 6, 6]), ops.constant(np.array([[0, 0, 0, 4, 4]], np.float32)),
                                                  [2, 2], 1.0, "max"), "output_size", f"{1 << 40},{1 << 40}",
      ["(ROIPooling, line", "needs more memory than there is", "check its attributes"]),

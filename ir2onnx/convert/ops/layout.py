@@ -67,14 +67,6 @@ def _reshape(b: GraphBuilder, x: ir.Value, parts: Sequence[Dim]) -> ir.Value:
     return b.reshape(x, shape_value(b, parts), allowzero=False)
 
 
-def _positive(ctx: LayerContext, name: str) -> int:
-    """An attribute that counts or sizes parts: at least 1, as OpenVINO requires."""
-    n = ctx.attr_int(name, 1)
-    if n < 1:
-        raise ctx.error(f"{name}={n}: it must be at least 1")
-    return n
-
-
 def _check_divides(ctx: LayerContext, given: str, n: int, dim: Dim, what: str) -> None:
     """OpenVINO refuses a static `dim` that `n` (`given`, as the message says it) does not divide."""
     if isinstance(dim, int) and dim % n:
@@ -93,7 +85,7 @@ def depth_to_space(ctx: LayerContext) -> ir.Value:
     """[N, C*b^K, D1..DK] -> [N, C, D1*b, .., DK*b]; blocks_first takes the block offsets from the outer part of
     the channel axis, depth_first from the inner part."""
     b = ctx.b
-    bs = _positive(ctx, "block_size")
+    bs = ctx.attr_count("block_size", 1)
     d = input_dims(ctx, 0)
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
@@ -114,7 +106,7 @@ def space_to_depth(ctx: LayerContext) -> ir.Value:
     """[N, C, D1..DK] -> [N, C*b^K, D1/b, .., DK/b]; blocks_first puts the block offsets outside the channels,
     depth_first inside."""
     b = ctx.b
-    bs = _positive(ctx, "block_size")
+    bs = ctx.attr_count("block_size", 1)
     d = input_dims(ctx, 0)
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
@@ -135,7 +127,7 @@ def shuffle_channels(ctx: LayerContext) -> ir.Value:
     b = ctx.b
     rank = ctx.input_rank(0)
     axis = ctx.normalize_axis(ctx.attr_int("axis", 1), rank)
-    group = _positive(ctx, "group")
+    group = ctx.attr_count("group", 1)
     d = input_dims(ctx, 0)
     _check_divides(ctx, f"group {group}", group, d[axis], "elements of the axis")
     y = _reshape(b, ctx.inputs[0], d[:axis] + [group, dim_op(b, "Div", d[axis], group)] + d[axis + 1:])

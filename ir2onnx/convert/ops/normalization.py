@@ -98,9 +98,7 @@ def lrn(ctx: LayerContext) -> ir.Value:
     rank = ctx.input_rank(0)
     axes = sorted({int(a) % rank for a in ctx.require_const(1, "the axes (the pooling window needs them)").reshape(-1)})
     alpha, beta = ctx.attr_float("alpha"), ctx.attr_float("beta")
-    bias, size = ctx.attr_float("bias"), ctx.attr_int("size")
-    if size < 1:
-        raise ctx.error(f"size={size}: the window must be at least 1")
+    bias, size = ctx.attr_float("bias"), ctx.attr_count("size")
     et = ctx.input_type(0)
     if axes == [1] and size % 2 == 1 and et.name == "f32" and rank == 4:  # onnxruntime: 4-D only
         return b.op("LRN", [x], {"alpha": alpha, "beta": beta, "bias": bias, "size": size})

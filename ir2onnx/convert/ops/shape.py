@@ -220,9 +220,7 @@ def _axis_dim(ctx: LayerContext, x: ir.Value, axis: ir.Value) -> ir.Value:
 def split(ctx: LayerContext) -> list[ir.Value]:
     """OpenVINO's checks first: num_splits at least 1, and dividing a static axis (ONNX makes one node output per
     part, so a count no axis could hold is refused here rather than built)."""
-    n = ctx.attr_int("num_splits")
-    if n < 1:
-        raise ctx.error(f"num_splits={n}: it must be at least 1")
+    n = ctx.attr_count("num_splits")
     if ctx.const(1) is not None:
         axis = _ints(ctx, 1, "the axis")[0]
         dims = ctx.input_dims(0)
