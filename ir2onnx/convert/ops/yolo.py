@@ -53,8 +53,8 @@ def reorg_yolo(ctx: LayerContext) -> ir.Value:
     if ctx.input_rank(0) != 4:
         raise ctx.error("ReorgYolo takes a 4-D input")
     stride = ctx.attr_ints("stride")[0]
-    dims = ctx.input_dims(0)
-    if stride < 1 or any(isinstance(d, int) and d % stride for d in dims[2:]):  # (OpenVINO's checks)
+    dims = ctx.input_dims(0) if ctx.b.parent is None else (None,) * 4  # (a body's declared dims may be stale)
+    if stride < 1 or stride * stride >= 1 << 63 or any(isinstance(d, int) and d % stride for d in dims[2:]):
         raise ctx.error(f"stride={stride} must be at least 1 and divide the height and width {list(dims[2:])}")
     s2 = stride * stride
     x = ctx.inputs[0]
