@@ -214,6 +214,12 @@ class LayerContext:
             raise self.error(f"{name}={n}: it must be at least 1")
         return n
 
+    def check_divides(self, given: str, n: int, dim: int | ir.Value | None, what: str) -> None:
+        """OpenVINO refuses a static `dim` that `n` (`given`, as the message names it) does not divide; a run-time or
+        unknown dim passes."""
+        if isinstance(dim, int) and dim % n:
+            raise self.error(f"{given}: {n} does not divide the {dim} {what}")
+
     def attr_axis(self, name: str, rank: int, default: Any = _NO_DEFAULT) -> int:
         """An axis attribute as written (negative counts from the end), refused unless it lies in [-rank, rank)
         (ONNX's shape inference narrows an attribute to 32 bits, so an axis past that would pass as another)."""

@@ -67,12 +67,6 @@ def _reshape(b: GraphBuilder, x: ir.Value, parts: Sequence[Dim]) -> ir.Value:
     return b.reshape(x, shape_value(b, parts), allowzero=False)
 
 
-def _check_divides(ctx: LayerContext, given: str, n: int, dim: Dim, what: str) -> None:
-    """OpenVINO refuses a static `dim` that `n` (`given`, as the message says it) does not divide."""
-    if isinstance(dim, int) and dim % n:
-        raise ctx.error(f"{given}: {n} does not divide the {dim} {what}")
-
-
 def _block_mode(ctx: LayerContext) -> bool:
     mode = ctx.attr_str("mode").lower()
     if mode not in ("blocks_first", "depth_first"):
@@ -89,7 +83,7 @@ def depth_to_space(ctx: LayerContext) -> ir.Value:
     d = input_dims(ctx, 0)
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
-    _check_divides(ctx, f"block_size {bs} ({bs}^{k} channels a block)", bs**k, d[1], "channels")
+    ctx.check_divides(f"block_size {bs} ({bs}^{k} channels a block)", bs**k, d[1], "channels")
     c = dim_op(b, "Div", d[1], bs**k)
     if blocks_first:
         split = [d[0]] + [bs] * k + [c] + d[2:]
@@ -111,7 +105,7 @@ def space_to_depth(ctx: LayerContext) -> ir.Value:
     k = len(d) - 2
     blocks_first = _block_mode(ctx)
     for s in d[2:]:
-        _check_divides(ctx, f"block_size {bs}", bs, s, "elements of a spatial axis")
+        ctx.check_divides(f"block_size {bs}", bs, s, "elements of a spatial axis")
     small = [dim_op(b, "Div", s, bs) for s in d[2:]]
     split = [d[0], d[1]] + [p for s in small for p in (s, bs)]
     offsets = [3 + 2 * j for j in range(k)]
@@ -129,7 +123,7 @@ def shuffle_channels(ctx: LayerContext) -> ir.Value:
     axis = ctx.normalize_axis(ctx.attr_int("axis", 1), rank)
     group = ctx.attr_count("group", 1)
     d = input_dims(ctx, 0)
-    _check_divides(ctx, f"group {group}", group, d[axis], "elements of the axis")
+    ctx.check_divides(f"group {group}", group, d[axis], "elements of the axis")
     y = _reshape(b, ctx.inputs[0], d[:axis] + [group, dim_op(b, "Div", d[axis], group)] + d[axis + 1:])
     perm = list(range(rank + 1))
     perm[axis], perm[axis + 1] = axis + 1, axis

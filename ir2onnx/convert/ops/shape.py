@@ -225,8 +225,8 @@ def split(ctx: LayerContext) -> list[ir.Value]:
         axis = _ints(ctx, 1, "the axis")[0]
         dims = ctx.input_dims(0)
         dim = dims[ctx.normalize_axis(axis, len(dims))] if dims else None
-        if isinstance(dim, int) and ctx.b.parent is None and dim % n:
-            raise ctx.error(f"num_splits={n} does not divide axis {axis} of {dim} elements")
+        if ctx.b.parent is None:  # (a body's declared dims may be stale)
+            ctx.check_divides(f"num_splits {n}", n, dim, f"elements of axis {axis}")
         if isinstance(dim, int) and n > max(dim, len(ctx.layer.outputs)):  # (a body's dims may be stale, not so far)
             raise ctx.error(f"num_splits={n} is more than the {dim} elements of axis {axis}")
         return _split(ctx, ctx.inputs[0], axis, None, n)

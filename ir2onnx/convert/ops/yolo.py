@@ -54,8 +54,10 @@ def reorg_yolo(ctx: LayerContext) -> ir.Value:
         raise ctx.error("ReorgYolo takes a 4-D input")
     stride = ctx.attr_ints("stride")[0]
     dims = ctx.input_dims(0) if ctx.b.parent is None else (None,) * 4  # (a body's declared dims may be stale)
-    if stride < 1 or stride * stride >= 1 << 63 or any(isinstance(d, int) and d % stride for d in dims[2:]):
-        raise ctx.error(f"stride={stride} must be at least 1 and divide the height and width {list(dims[2:])}")
+    if stride < 1 or stride * stride >= 1 << 63:
+        raise ctx.error(f"stride={stride}: it must be at least 1 (and its square an int64)")
+    for d in dims[2:]:
+        ctx.check_divides(f"stride {stride}", stride, d, "elements of the height or width")
     s2 = stride * stride
     x = ctx.inputs[0]
     n, c, h, w = (b.shape_of(x, i, i + 1) for i in range(4))
