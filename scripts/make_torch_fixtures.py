@@ -123,6 +123,7 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
         LSTMFromStates(nn.LSTM(I, H, num_layers=2, bidirectional=True)).eval(),
         (torch.randn(T, B, I), torch.randn(4, B, H), torch.randn(4, B, H))),
     "rnn_3layers_no_bias": _rnn(lambda: nn.RNN(I, H, num_layers=3, bias=False, batch_first=True)),
+    "rnn_bidirectional_2layers": _rnn(lambda: nn.RNN(I, H, num_layers=2, bidirectional=True, batch_first=True)),
     "lstm_cells_unrolled": lambda: (CellsUnrolled().eval(), (torch.randn(B, 8, I), torch.randn(B, H), torch.randn(B, H))),
     "while_loop": _scripted(WhileLoop(), (2, 3)),
     "for_loop": _scripted(ForLoop(), (B, T, 3)),

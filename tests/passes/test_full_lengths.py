@@ -137,15 +137,17 @@ def test_lengths(op: str, label: str, lens: Lens, kw: dict[str, object], drop: b
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize(("name", "layers"), [("torch_rnn_relu_2layers", 2), ("torch_rnn_3layers_no_bias", 3)])
-def test_torch_rnn_becomes_scan(name: str, layers: int) -> None:
+@pytest.mark.parametrize(("name", "scans"), [("torch_rnn_relu_2layers", 2), ("torch_rnn_3layers_no_bias", 3),
+                                             ("torch_rnn_bidirectional_2layers", 4)])
+def test_torch_rnn_becomes_scan(name: str, scans: int) -> None:
     """OpenVINO's PyTorch frontend gives its RNNSequence the run-time time axis as lengths: dropped, the RNN is
-    lowered like one without them, and the result stays OpenVINO's and PyTorch's."""
+    lowered like one without them (one Scan per layer and direction), and the result stays OpenVINO's and
+    PyTorch's."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
     proto = assert_equivalent(d / "model.xml", inputs, rtol=1e-4)
-    assert count_ops(proto, "RNN") == 0 and count_ops(proto, "Scan") == layers
+    assert count_ops(proto, "RNN") == 0 and count_ops(proto, "Scan") == scans
     expected = np.load(d / "expected.npz")
     feed = dict(zip([i.name for i in proto.graph.input], inputs))
     for got, want in zip(run_onnxruntime(proto, feed), (expected[f"arr_{i}"] for i in range(len(expected.files)))):

@@ -46,8 +46,10 @@ def lowered(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 def feed(proto: onnx.ModelProto, steps: int, batch: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(1)
-    shapes = {"X": (steps, batch, I), "H0": (1, batch, H)}
-    return {i.name: rng.standard_normal(shapes[i.name]).astype(np.float32) for i in proto.graph.input}
+    dirs = 2 if "bidirectional" in str(proto.graph.node[0].attribute) else 1
+    shapes = {"X": (steps, batch, I), "H0": (dirs, batch, H)}
+    return {i.name: rng.standard_normal(shapes[i.name]).astype(np.float32) for i in proto.graph.input
+            if i.name in shapes}
 
 
 CASES = [
@@ -59,6 +61,9 @@ CASES = [
     ({"bias": False, "h0": False}, 5, 3),
     ({"outputs": 1}, 5, 2),
     ({"direction": "reverse", "outputs": 1, "h0": False}, 7, 1),
+    ({"direction": "bidirectional"}, 5, 2),
+    ({"direction": "bidirectional", "activations": ["Relu", "Relu"], "clip": 0.7, "h0": False}, 6, 3),
+    ({"direction": "bidirectional", "bias": False, "outputs": 1}, 4, 1),
 ]
 
 
@@ -67,7 +72,8 @@ CASES = [
 def test_lowered_rnn_computes_the_rnn(kw: dict[str, Any], steps: int, batch: int, dynamic: bool) -> None:
     proto = rnn_model("T" if dynamic else steps, batch, **kw)
     out = lowered(proto)
-    assert count_ops(out, "RNN") == 0 and count_ops(out, "Scan") == 1
+    dirs = 2 if kw.get("direction") == "bidirectional" else 1
+    assert count_ops(out, "RNN") == 0 and count_ops(out, "Scan") == dirs
     inputs = feed(proto, steps, batch)
     for got, want in zip(run_onnxruntime(out, inputs), run_onnxruntime(proto, inputs)):
         assert got.shape == want.shape
@@ -75,7 +81,8 @@ def test_lowered_rnn_computes_the_rnn(kw: dict[str, Any], steps: int, batch: int
     assert [o.name for o in out.graph.output] == [o.name for o in proto.graph.output]
 
 
-@pytest.mark.parametrize("kw", [{}, {"direction": "reverse", "h0": False}, {"clip": 0.2, "bias": False}])
+@pytest.mark.parametrize("kw", [{}, {"direction": "reverse", "h0": False}, {"clip": 0.2, "bias": False},
+                                {"direction": "bidirectional"}])
 def test_one_step_needs_no_scan(kw: dict[str, Any]) -> None:
     proto = rnn_model(1, 3, **kw)
     out = lowered(proto)
@@ -86,7 +93,7 @@ def test_one_step_needs_no_scan(kw: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("kw", [
-    {"direction": "bidirectional"},
+    {"direction": "bidirectional", "activations": ["Tanh", "Relu"]},
     {"seq_lens": True},
     {"activations": ["LeakyRelu"], "activation_alpha": [0.1]},
     {"layout": 1},
@@ -94,3 +101,19 @@ def test_one_step_needs_no_scan(kw: dict[str, Any]) -> None:
 def test_other_forms_stay_rnn(kw: dict[str, Any]) -> None:
     proto = rnn_model(5, 2, **kw)
     assert count_ops(lowered(proto), "RNN") == 1
+
+
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_weights_read_at_run_time(direction: str) -> None:
+    """W, R and B fed as inputs: each direction's are sliced and transposed by nodes, not constants."""
+    proto = rnn_model(5, 2, direction=direction)
+    weights = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    del proto.graph.initializer[:]
+    for name, array in weights.items():
+        proto.graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(array.shape)))
+    out = lowered(proto)
+    assert count_ops(out, "RNN") == 0 and count_ops(out, "Scan") == (2 if direction == "bidirectional" else 1)
+    inputs = {**feed(proto, 5, 2), **weights}
+    for got, want in zip(run_onnxruntime(out, inputs), run_onnxruntime(proto, inputs)):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -114,5 +114,5 @@ def test_fixtures_hold_the_forms_they_pin() -> None:
         assert _types(ROOT / name / "model.xml")["Loop"] == 2, name
     for name, op in (("torch_lstm", "LSTMSequence"), ("torch_gru_bidirectional", "GRUSequence"),
                      ("torch_rnn_relu_2layers", "RNNSequence"), ("torch_lstm_time_major_2layers_states", "LSTMSequence"),
-                     ("torch_rnn_3layers_no_bias", "RNNSequence")):
+                     ("torch_rnn_3layers_no_bias", "RNNSequence"), ("torch_rnn_bidirectional_2layers", "RNNSequence")):
         assert _types(ROOT / name / "model.xml")[op] >= 1, name
