@@ -68,3 +68,20 @@ def test_stacked_value_that_is_no_state(tmp_path: Path) -> None:
                              fuse=False)
     assert ops_in(lean.graph, "Unsqueeze", bodies=True) == 0
     assert ops_in(lean.graph, "Identity", bodies=True) == 0
+
+
+@pytest.mark.parametrize("kind", ["ti", "loop"])
+def test_concatenated_output_needs_no_copy(tmp_path: Path, kind: str) -> None:
+    """A concatenated output on axis 1 with a run-time batch: the graph output is the Scan's own output (stacked on
+    axis 1), or the Loop's stack moved there by one rank-3 Transpose. No Reshape writes it (onnxruntime copies a graph
+    output a Reshape writes) and no rank-4 Transpose of [T, B, 1, W] moves it."""
+    xml = save_ir(recurrence(kind, batch=-1), tmp_path)
+    lean = assert_equivalent(xml, rng_inputs([((3, 5, 8), np.float32), ((3, 8), np.float32)]), fuse=False)
+    producers = {o: n for n in lean.graph.node for o in n.output}
+    y = producers[lean.graph.output[0].name]
+    if kind == "ti":
+        assert y.op_type == "Scan"
+    else:
+        assert y.op_type == "Transpose" and list(y.attribute[0].ints) == [1, 0, 2]
+    assert ops_in(lean.graph, "Reshape", bodies=False) == 0
+    assert all(len(n.attribute[0].ints) < 4 for n in lean.graph.node if n.op_type == "Transpose")
