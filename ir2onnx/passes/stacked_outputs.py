@@ -125,9 +125,7 @@ def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: Mutab
     for n in new:
         inherit_meta(n, node)
     outer.insert_after(node, new)
-    y.replace_all_uses_with(result, replace_graph_outputs=True)
-    if result.is_graph_output():
-        result.name, y.name = y.name, fresh_name(names, f"{hint}/replaced")
+    take_place(y, result)
     const = unsqueeze.inputs[1].producer() if len(unsqueeze.inputs) > 1 and unsqueeze.inputs[1] is not None else None
     outer.remove([node, unsqueeze], safe=True)
     if const is not None and not const.outputs[0].uses():
@@ -143,10 +141,9 @@ def _skip_merges(unsqueeze: ir.Node, axis: int, outer: ir.Graph) -> None:
         node = use.node
         if use.idx != 0 or node.graph is not outer or not _merges(node, full, axis):
             continue
-        y = node.outputs[0]
-        if y.is_graph_output() and (x.producer() is None or x.producer().graph is not outer  # type: ignore[union-attr]
-                                    or x.is_graph_output() or x.is_graph_input()):
-            continue  # it would take the output's name
+        y, producer = node.outputs[0], x.producer()
+        if y.is_graph_output() and (producer is None or producer.graph is not outer or x.is_graph_output()):
+            continue  # x would take the output's name
         if y.is_graph_output():
             take_place(y, x)
         else:
