@@ -13,6 +13,9 @@ every shape involved is static (see static_shapes.py):
    the chain's input shape. A chain ending in a graph output keeps the output's name, type and shape; where the
    output would then be the graph's own input or an outer value, one Identity returns it (as in identity.py).
 
+4. Whatever the shapes, Squeeze(Unsqueeze(x, axes), axes) is x (the one-direction axis of a sequence op's output,
+   added by its translation and removed by the IR's Squeeze).
+
 These ops only move data, so values are unchanged bit for bit; Squeeze/Unsqueeze/Reshape of a value that is no
 graph output cost nothing in onnxruntime (they alias their input), whereas a graph output is copied.
 """
@@ -23,7 +26,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, attributes, fresh_name
-from ir2onnx.passes.loop_utils import all_graphs, inherit_meta, is_default_domain, take_place
+from ir2onnx.passes.loop_utils import all_graphs, const_ints, inherit_meta, is_default_domain, take_place
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
@@ -37,6 +40,7 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             modified |= rewriter.fold_shapes(graph)
             modified |= rewriter.reduce_transposes(graph)
             modified |= rewriter.collapse_chains(graph)
+            modified |= rewriter.cancel_pairs(graph)
         return ir.passes.PassResult(model, modified=modified)
 
 
@@ -180,6 +184,37 @@ class _Rewriter:
         _replace(y, target, graph, self, chain[-1])
         graph.remove(chain, safe=True)
         return True
+
+
+    # 4. Unsqueeze then Squeeze of the same axes
+
+    def cancel_pairs(self, graph: ir.Graph) -> bool:
+        modified = False
+        for node in list(graph):
+            if node.op_type != "Squeeze" or not is_default_domain(node) or len(node.inputs) != 2 \
+                    or node.inputs[0] is None:
+                continue
+            inner = node.inputs[0].producer()
+            if inner is None or inner.op_type != "Unsqueeze" or not is_default_domain(inner) \
+                    or inner.graph is not graph or len(inner.inputs) != 2:
+                continue
+            added, removed = const_ints(inner.inputs[1]), const_ints(node.inputs[1])
+            if added is None or removed is None or sorted(added) != sorted(removed) or len(set(added)) != len(added):
+                continue
+            x, y = inner.inputs[0], node.outputs[0]
+            assert x is not None
+            producer = x.producer()
+            if y.is_graph_output():
+                if producer is None or producer.graph is not graph or x.is_graph_output():
+                    continue  # x would take the output's name
+                take_place(y, x)
+            else:
+                y.replace_all_uses_with(x)
+            graph.remove(node, safe=True)
+            if not inner.outputs[0].uses() and not inner.outputs[0].is_graph_output():
+                graph.remove(inner, safe=True)
+            modified = True
+        return modified
 
 
 def _type_of(value: ir.Value | None) -> ir.TypeProtocol | None:

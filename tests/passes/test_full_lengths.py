@@ -263,3 +263,16 @@ def test_full_reversal_is_a_slice(tmp_path: Path, lengths: str, time: int | None
     assert count_ops(proto, "ReverseSequence") == (0 if sliced else 1)
     if sliced:
         assert count_ops(proto, "Transpose") == 0 and count_ops(proto, "Slice") == 1
+
+
+def test_torch_sequence_output_moved_once() -> None:
+    """The LSTMSequence's Y [T, 1, B, H] reaches the IR's batch-major, direction-squeezed output through one rank-3
+    Transpose that writes the output itself: no rank-4 Transpose (onnxruntime moves [T, 1, B, H] half as fast) and no
+    Squeeze writing the output (a copy)."""
+    d = FIXTURES / "torch_lstm"
+    stored = np.load(d / "inputs.npz")
+    proto = assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4)
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    last = producers[proto.graph.output[0].name]
+    assert last.op_type == "Transpose" and list(last.attribute[0].ints) == [1, 0, 2]
+    assert all(len(n.attribute[0].ints) < 4 for n in proto.graph.node if n.op_type == "Transpose")

@@ -138,15 +138,24 @@ CASES = {
         _counts(Identity=1)),
     # u has two readers: the chain stops there
     "two_readers": (
-        [N("Relu", ["X"], ["x"]), N("Unsqueeze", ["x", "a0"], ["u"]), N("Squeeze", ["u", "a0"], ["q"]),
+        [N("Relu", ["X"], ["x"]), N("Unsqueeze", ["x", "a0"], ["u"]), N("Unsqueeze", ["u", "a0"], ["q"]),
          N("Neg", ["q"], ["Y"]), N("Neg", ["u"], ["Z"])],
-        [_f32("X", [2, 3])], [_f32("Y", [2, 3]), _f32("Z", [1, 2, 3])], {"a0": [0]},
-        _counts(Squeeze=1, Unsqueeze=1)),
+        [_f32("X", [2, 3])], [_f32("Y", [1, 1, 2, 3]), _f32("Z", [1, 2, 3])], {"a0": [0]},
+        _counts(Unsqueeze=2)),
     # dims unknown: left alone
     "dynamic": (
-        [N("Unsqueeze", ["X", "a0"], ["u"]), N("Squeeze", ["u", "a0"], ["q"]), N("Relu", ["q"], ["Y"])],
-        [_f32("X", ["n", 3])], [_f32("Y", ["n", 3])], {"a0": [0]},
-        _counts(Squeeze=1, Unsqueeze=1)),
+        [N("Unsqueeze", ["X", "a0"], ["u"]), N("Unsqueeze", ["u", "a0"], ["q"]), N("Relu", ["q"], ["Y"])],
+        [_f32("X", ["n", 3])], [_f32("Y", [1, 1, "n", 3])], {"a0": [0]},
+        _counts(Unsqueeze=2)),
+    # dims unknown, but an Unsqueeze and a Squeeze of the same axes cancel, also with a second reader of the
+    # Unsqueeze and where the Squeeze writes a graph output (the Relu writes it then)
+    "dynamic_pair": (
+        [N("Relu", ["X"], ["x"]), N("Unsqueeze", ["x", "a02"], ["u"]), N("Squeeze", ["u", "a02"], ["q"]),
+         N("Neg", ["q"], ["Y"]), N("Neg", ["u"], ["Z"]), N("Unsqueeze", ["x", "a0"], ["v"]),
+         N("Squeeze", ["v", "a0"], ["W"])],
+        [_f32("X", ["n", 3])], [_f32("Y", ["n", 3]), _f32("Z", [1, "n", 1, 3]), _f32("W", ["n", 3])],
+        {"a0": [0], "a02": [0, 2]},
+        _counts(Unsqueeze=1)),
     # only a unit axis moves: a Reshape, which then merges with the Squeeze after it
     "transpose_unit_axes": (
         [N("Transpose", ["X"], ["t"], perm=[1, 0, 2]), N("Squeeze", ["t", "a0"], ["q"]), N("Relu", ["q"], ["Y"])],

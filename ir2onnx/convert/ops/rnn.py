@@ -183,8 +183,14 @@ def _sequence(ctx: LayerContext, op: str, gates: int, order: Sequence[int], has_
         attrs = {k: list(v) * 2 if k == "activations" else v for k, v in attrs.items()}  # type: ignore[call-overload]
     all_attrs = {"hidden_size": hidden, "direction": _DIRECTIONS[direction], **attrs}
     outs = _emit(ctx, op, ins, all_attrs, 3 if has_c else 2)
-    y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})
-    return [y] + [b.op("Transpose", [o], perm) for o in outs[1:]]
+    if direction == "bidirectional":
+        y = b.op("Transpose", [outs[0]], {"perm": [2, 1, 0, 3]})
+        return [y] + [b.op("Transpose", [o], perm) for o in outs[1:]]
+    # one direction: its axis has size 1, so Y moves as [T, B, H] -> [B, T, H] (onnxruntime transposes [T, 1, B, H]
+    # half as fast) and the states do not move at all; the IR's Squeeze of that axis cancels the Unsqueeze
+    # (reshape_chains.py), so that the Transpose writes the output itself (a Squeeze writing it is a copy)
+    y = b.unsqueeze(b.op("Transpose", [b.squeeze(outs[0], [1])], perm), [1])
+    return [y] + [b.unsqueeze(b.squeeze(o, [0]), [1]) for o in outs[1:]]
 
 
 @converter("LSTMSequence", "opset1", "opset5")
