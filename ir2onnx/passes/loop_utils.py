@@ -177,3 +177,16 @@ def take_place(old: ir.Value, new: ir.Value) -> None:
         new.type = declared_type
     if declared_shape is not None:
         new.shape = declared_shape
+
+
+def read_instead(old: ir.Value, new: ir.Value, graph: ir.Graph) -> bool:
+    """Readers of `old` read `new`; where `old` is an output of `graph`, `new` takes its place (take_place). False,
+    changing nothing, where `new` cannot: it is no value `graph` computes, or is an output already."""
+    if not old.is_graph_output():
+        old.replace_all_uses_with(new)
+        return True
+    producer = new.producer()
+    if producer is None or producer.graph is not graph or new.is_graph_output():
+        return False
+    take_place(old, new)
+    return True

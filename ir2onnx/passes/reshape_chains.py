@@ -26,7 +26,14 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.passes.fuse_rnn_util import all_names, attributes, fresh_name
-from ir2onnx.passes.loop_utils import all_graphs, const_ints, inherit_meta, is_default_domain, take_place
+from ir2onnx.passes.loop_utils import (
+    all_graphs,
+    const_ints,
+    inherit_meta,
+    is_default_domain,
+    read_instead,
+    take_place,
+)
 from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
@@ -185,7 +192,6 @@ class _Rewriter:
         graph.remove(chain, safe=True)
         return True
 
-
     # 4. Unsqueeze then Squeeze of the same axes
 
     def cancel_pairs(self, graph: ir.Graph) -> bool:
@@ -201,15 +207,10 @@ class _Rewriter:
             added, removed = const_ints(inner.inputs[1]), const_ints(node.inputs[1])
             if added is None or removed is None or sorted(added) != sorted(removed) or len(set(added)) != len(added):
                 continue
-            x, y = inner.inputs[0], node.outputs[0]
+            x = inner.inputs[0]
             assert x is not None
-            producer = x.producer()
-            if y.is_graph_output():
-                if producer is None or producer.graph is not graph or x.is_graph_output():
-                    continue  # x would take the output's name
-                take_place(y, x)
-            else:
-                y.replace_all_uses_with(x)
+            if not read_instead(node.outputs[0], x, graph):
+                continue
             graph.remove(node, safe=True)
             if not inner.outputs[0].uses() and not inner.outputs[0].is_graph_output():
                 graph.remove(inner, safe=True)

@@ -29,6 +29,7 @@ from ir2onnx.passes.loop_utils import (
     inherit_meta,
     is_default_domain,
     loops_innermost_first,
+    read_instead,
     stacked_outputs,
     take_place,
 )
@@ -141,14 +142,8 @@ def _skip_merges(unsqueeze: ir.Node, axis: int, outer: ir.Graph) -> None:
         node = use.node
         if use.idx != 0 or node.graph is not outer or not _merges(node, full, axis):
             continue
-        y, producer = node.outputs[0], x.producer()
-        if y.is_graph_output() and (producer is None or producer.graph is not outer or x.is_graph_output()):
-            continue  # x would take the output's name
-        if y.is_graph_output():
-            take_place(y, x)
-        else:
-            y.replace_all_uses_with(x)
-        outer.remove(node, safe=True)
+        if read_instead(node.outputs[0], x, outer):
+            outer.remove(node, safe=True)
 
 
 def _merges(node: ir.Node, v: ir.Value, unit: int) -> bool:
