@@ -73,23 +73,36 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[s
 def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: MutableSet[str]) -> None:
     """The loop now stacks values without the unit axis: its readers read `out` with that axis added back."""
     hint = out.name or "stacked"
-    axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
-    const = ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([axis], ir.DataType.INT64))], outputs=[axes],
-                    name=fresh_name(names, f"{hint}/unit_axis_node"))
     full = ir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
     out.replace_all_uses_with(full, replace_graph_outputs=True)  # before the Unsqueeze reads `out`
     if full.is_graph_output():
         full.name, out.name = out.name, fresh_name(names, f"{hint}/stacked")
-    dims = list(out.shape) if out.shape is not None and 0 <= axis < len(out.shape) else None
-    if dims is not None:
-        del dims[axis]  # the unit axis
-    out.shape = ir.Shape(dims) if dims is not None else None
-    unsqueeze = ir.Node("", "Unsqueeze", [out, axes], outputs=[full], name=fresh_name(names, f"{hint}/unsqueeze"))
-    for n in (const, unsqueeze):
-        inherit_meta(n, loop)
-    outer.insert_after(loop, [const, unsqueeze])
-    unsqueeze, axis = _past_transpose(unsqueeze, axis, outer, names)
+    out.shape = _without_axis(out.shape, axis)
+    nodes = _unsqueeze(out, axis, full, hint, names, loop)
+    outer.insert_after(loop, nodes)
+    unsqueeze, axis = _past_transpose(nodes[-1], axis, outer, names)
     _skip_merges(unsqueeze, axis, outer)
+
+
+def _without_axis(shape: ir.Shape | None, axis: int) -> ir.Shape | None:
+    """`shape` with its (unit) axis `axis` dropped; None where it is unknown or has no such axis."""
+    if shape is None or not 0 <= axis < len(shape):
+        return None
+    dims = list(shape)
+    del dims[axis]
+    return ir.Shape(dims)
+
+
+def _unsqueeze(x: ir.Value, axis: int, result: ir.Value, hint: str, names: MutableSet[str],
+               like: ir.Node) -> list[ir.Node]:
+    """A Constant [axis] and Unsqueeze(x, it) -> result, standing for `like` (its layer)."""
+    axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
+    nodes = [ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([axis], ir.DataType.INT64))],
+                     outputs=[axes], name=fresh_name(names, f"{hint}/unit_axis_node")),
+             ir.Node("", "Unsqueeze", [x, axes], outputs=[result], name=fresh_name(names, f"{hint}/unsqueeze"))]
+    for n in nodes:
+        inherit_meta(n, like)
+    return nodes
 
 
 def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: MutableSet[str]) -> tuple[ir.Node, int]:
@@ -111,20 +124,12 @@ def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: Mutab
     assert x is not None
     at = perm.index(axis)
     hint = y.name or "transposed"
-    dims = list(y.shape) if y.shape is not None and len(y.shape) == len(perm) else None
-    if dims is not None:
-        del dims[at]
     moved = ir.Value(name=fresh_name(names, f"{hint}/without_unit_axis"), type=y.type,
-                     shape=ir.Shape(dims) if dims is not None else None)
-    axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
+                     shape=_without_axis(y.shape, at) if y.shape is not None and len(y.shape) == len(perm) else None)
     result = ir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=y.type, shape=y.shape)
-    new = [ir.Node("", "Transpose", [x], [ir.AttrInt64s("perm", [p - (p > axis) for p in perm if p != axis])],
-                   outputs=[moved], name=fresh_name(names, f"{hint}/transpose")),
-           ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([at], ir.DataType.INT64))], outputs=[axes],
-                   name=fresh_name(names, f"{hint}/unit_axis_node")),
-           ir.Node("", "Unsqueeze", [moved, axes], outputs=[result], name=fresh_name(names, f"{hint}/unsqueeze"))]
-    for n in new:
-        inherit_meta(n, node)
+    transpose = ir.Node("", "Transpose", [x], [ir.AttrInt64s("perm", [p - (p > axis) for p in perm if p != axis])],
+                        outputs=[moved], name=fresh_name(names, f"{hint}/transpose"))
+    new = [inherit_meta(transpose, node), *_unsqueeze(moved, at, result, hint, names, node)]
     outer.insert_after(node, new)
     take_place(y, result)
     const = unsqueeze.inputs[1].producer() if len(unsqueeze.inputs) > 1 and unsqueeze.inputs[1] is not None else None

@@ -21,12 +21,11 @@ def gather(ctx: LayerContext) -> ir.Value:
     indices are read as 0 and their rows zeroed, unless they are constants provably in range, or Gather-8 indices
     known only at run time (there onnxruntime's error stands: TensorFlow's loops read their steps with them)."""
     rank = ctx.input_rank(0)
-    bd = ctx.attr_int("batch_dims", 0)
-    if bd < 0:
-        bd += ctx.input_rank(1)
+    written = ctx.attr_int("batch_dims", 0)
+    bd = written + ctx.input_rank(1) if written < 0 else written
     if not 0 <= bd <= min(ctx.input_rank(1), rank - 1):  # (OpenVINO's range)
-        raise ctx.error(f"batch_dims {ctx.attr_int('batch_dims', 0)} is out of range for data of rank {rank} and "
-                        f"indices of rank {ctx.input_rank(1)}")
+        raise ctx.error(f"batch_dims {written} is out of range for data of rank {rank} and indices of rank "
+                        f"{ctx.input_rank(1)}")
     return per_axis(ctx, 2, rank, onnx_dtype(ctx.input_type(0)), lambda b, axis: _gather(ctx, b, axis, rank, bd),
                     lowest=bd)  # the axis is never below batch_dims
 
