@@ -113,6 +113,7 @@ def _scripted(module: nn.Module, shape: tuple[int, ...]) -> Callable[[], tuple[n
 CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "lstm": _rnn(lambda: nn.LSTM(I, H, batch_first=True)),
     "lstm_bidirectional_2layers": _rnn(lambda: nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True)),
+    "gru": _rnn(lambda: nn.GRU(I, H, batch_first=True)),
     "gru_time_major": _rnn(lambda: nn.GRU(I, H), (T, B, I)),
     "gru_bidirectional": _rnn(lambda: nn.GRU(I, H, bidirectional=True, batch_first=True)),
     "rnn_relu_2layers": _rnn(lambda: nn.RNN(I, H, num_layers=2, nonlinearity="relu", batch_first=True)),

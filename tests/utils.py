@@ -127,8 +127,12 @@ def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
 
 def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
     """The graph, or for a GRU/LSTM behind the If that keeps empty inputs from it (passes/empty_inputs.py), its
-    then-branch (checked: the If is the graph's last node, its else-branch has no recurrent node)."""
-    last = graph.node[-1] if graph.node else None
+    then-branch (checked: the If is the graph's last node, or is followed only by gru_scan.py's Squeeze and Transpose
+    of its Y; its else-branch has no recurrent node)."""
+    nodes = list(graph.node)
+    if [n.op_type for n in nodes[-2:]] == ["Squeeze", "Transpose"]:  # gru_scan.py's move of the If's Y
+        nodes = nodes[:-2]
+    last = nodes[-1] if nodes else None
     if last is None or last.op_type != "If":
         return graph
     branches = {a.name: a.g for a in last.attribute if a.type == onnx.AttributeProto.GRAPH}
@@ -141,12 +145,14 @@ def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
 
 def gru_dispatches(proto: onnx.ModelProto) -> int:
     """The If nodes of the main graph that run a GRU as a Scan at large batches and as itself below
-    (passes/gru_scan.py), each checked: its else-branch the lone GRU node, its then-branch one Scan whose body starts
-    with the recurrent Gemm (either behind the If that keeps empty inputs from it, where its sizes are not known)."""
+    (passes/gru_scan.py), each checked: its else-branch the lone GRU node (with the Squeeze and Transpose that move
+    its Y, where the branches write that), its then-branch one Scan whose body starts with the recurrent Gemm (either
+    behind the If that keeps empty inputs from it, where its sizes are not known)."""
     found = 0
     for node in proto.graph.node:
         branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-        if node.op_type != "If" or [n.op_type for n in unguarded(branches["else_branch"]).node] != ["GRU"]:
+        if node.op_type != "If" or [n.op_type for n in unguarded(branches["else_branch"]).node] not in (
+                ["GRU"], ["GRU", "Squeeze", "Transpose"]):
             continue
         then = branches["then_branch"]
         guards = [a.g for n in then.node if n.op_type == "If" for a in n.attribute if a.name == "then_branch"]

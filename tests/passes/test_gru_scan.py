@@ -155,3 +155,22 @@ def test_bidirectional_split_then_lowered(batch: int | str) -> None:
         assert count_ops(out, "GRU") == 0 and count_ops(out, "Scan") == 2
     for rows in (BIG, 2) if batch == "N" else (BIG,):
         assert_same(out, proto, 5, rows)
+
+
+def test_torch_sequence_written_by_the_branches() -> None:
+    """nn.GRU(batch_first) on a run-time batch: each branch of the If writes Y batch-first itself (the Scan's and
+    the GRU node's Y through a rank-3 Transpose; a branch output that is a view would be copied), and the If's output
+    is the graph output. At a batch past the threshold (the Scan) and at the stored one (the GRU node), equal to
+    OpenVINO."""
+    d = FIXTURES / "torch_gru"
+    stored = np.load(d / "inputs.npz")
+    x = stored[stored.files[0]]
+    large = np.random.default_rng(3).standard_normal((min_batch(8), *x.shape[1:])).astype(np.float32)
+    proto = assert_equivalent(d / "model.xml", [large], rtol=1e-4)
+    assert_equivalent(d / "model.xml", [x], rtol=1e-4)
+    assert gru_dispatches(proto) == 1
+    dispatch = next(n for n in proto.graph.node if n.op_type == "If")
+    assert proto.graph.output[0].name == dispatch.output[0]
+    for branch in (a.g for a in dispatch.attribute):
+        producers = {o: n for n in branch.node for o in n.output}
+        assert producers[branch.output[0].name].op_type == "Transpose"
