@@ -251,6 +251,11 @@ CASES.update({
     "keras2_lstm_last_run_time_length": _keras2(lambda L: [L.LSTM(H)], shape=(None, I)),
     "keras2_gru_run_time_length": _keras2(lambda L: [L.GRU(H, return_sequences=True)], shape=(None, I)),
     "keras2_gru_reset_before": _keras2(lambda L: [L.GRU(H, reset_after=False)]),
+    # hard_sigmoid, Keras' default recurrent activation before 2.3 (GRU: with reset_after=False), spelled out as
+    # clip(x * 0.2 + 0.5, 0, 1)
+    "keras2_lstm_hard_sigmoid": _keras2(lambda L: [L.LSTM(H, recurrent_activation="hard_sigmoid",
+                                                          return_sequences=True)]),
+    "keras2_gru_hard_sigmoid": _keras2(lambda L: [L.GRU(H, recurrent_activation="hard_sigmoid", reset_after=False)]),
     "keras2_lstm_masking_last": _keras2(lambda L: [L.Masking(0.0), L.LSTM(H)], masked=True),
     "keras2_lstm_masking_seq_run_time_length": _keras2(lambda L: [L.Masking(0.0), L.LSTM(H, return_sequences=True)],
                                                        masked=True, shape=(None, I)),

@@ -286,6 +286,9 @@ def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
     slice of the gate columns of one."""
     n = producer(v, *ACTIVATIONS)
     if n is None:
+        spelled = _hard_sigmoid(v)
+        if spelled is not None:
+            return spelled
         sl = producer(v, "Split", "Slice")
         inner = _act(sl.inputs[0]) if sl is not None else None
         if sl is None or inner is None or isinstance(inner[1], tuple):
@@ -295,6 +298,47 @@ def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
         return None
     params = tuple(float(attr(n, name, default)) for name, default in ACTIVATIONS[n.op_type])  # type: ignore[arg-type]
     return (n.op_type, params), n.inputs[0]
+
+
+def _hard_sigmoid(v: ir.Value | None) -> tuple[Act, ir.Value] | None:
+    """(HardSigmoid with its alpha and beta, its input) when `v` is clip(x * alpha + beta, 0, 1): Keras 2's
+    hard_sigmoid (the default recurrent activation of Keras before 2.3) as its TensorFlow graph spells it."""
+    add = producer(_unclipped(v), "Add")
+    for product, offset in ((add.inputs, add.inputs[::-1]) if add is not None else ()):
+        mul, beta = producer(product, "Mul"), _scalar(offset)
+        for x, scale in ((mul.inputs, mul.inputs[::-1]) if mul is not None and beta is not None else ()):
+            alpha = _scalar(scale)
+            if alpha is not None and x is not None and const_array(x) is None:
+                return ("HardSigmoid", (alpha, beta)), x  # type: ignore[return-value]
+    return None
+
+
+def _unclipped(v: ir.Value | None) -> ir.Value | None:
+    """x where `v` is x clipped to [0, 1]: Clip(x, 0, 1), Max(Min(x, 1), 0) or Min(Max(x, 0), 1) (OpenVINO keeps
+    Minimum and Maximum where the bound 1 is also read by 1 - z)."""
+    clip = producer(v, "Clip")
+    if clip is not None:
+        return clip.inputs[0] if len(clip.inputs) == 3 and [_scalar(b) for b in clip.inputs[1:]] == [0.0, 1.0] \
+            else None
+    for outer, inner, bounds in (("Max", "Min", (0.0, 1.0)), ("Min", "Max", (1.0, 0.0))):
+        x = _bounded(_bounded(v, outer, bounds[0]), inner, bounds[1])
+        if x is not None:
+            return x
+    return None
+
+
+def _bounded(v: ir.Value | None, op: str, bound: float) -> ir.Value | None:
+    """x where `v` is op(x, bound) (Min or Max of two inputs, either order)."""
+    n = producer(v, op)
+    if n is None or len(n.inputs) != 2:
+        return None
+    return next((a for a, b in (n.inputs, n.inputs[::-1]) if a is not None and _scalar(b) == bound), None)
+
+
+def _scalar(v: ir.Value | None) -> float | None:
+    """The value of a one-element constant that broadcasting against a gate [B, H] leaves its shape, else None."""
+    c = const_array(v) if v is not None else None
+    return float(c.reshape(-1)[0]) if c is not None and c.size == 1 and c.ndim <= 2 else None
 
 
 def activation_attrs(acts: list[Act], defaults: list[str]) -> dict[str, object]:

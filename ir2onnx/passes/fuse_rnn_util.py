@@ -509,11 +509,17 @@ def _broadcast(a: Dims, b: Dims) -> Dims:
 
 def _derive(n: ir.Node, v: ir.Value) -> Dims | None:
     op = n.op_type
-    if op in ("Identity", "Cast", "Sigmoid", "Tanh", "Relu", "Neg"):
+    if op in ("Identity", "Cast", "Sigmoid", "Tanh", "Relu", "Neg", "Clip", "HardSigmoid"):  # (Clip's bounds:
+        # scalars)
         return shape_of(n.inputs[0])
-    if op in ("Add", "Sub", "Mul", "Div"):
-        a, b = shape_of(n.inputs[0]), shape_of(n.inputs[1])
-        return None if a is None or b is None else _broadcast(a, b)
+    if op in ("Add", "Sub", "Mul", "Div", "Min", "Max"):
+        shapes = [shape_of(i) for i in n.inputs]
+        if not shapes or any(s is None for s in shapes):
+            return None
+        out = shapes[0]
+        for s in shapes[1:]:
+            out = _broadcast(out, s)  # type: ignore[arg-type]
+        return out
     x = shape_of(n.inputs[0]) if n.inputs else None  # (a Constant has no input)
     if x is None:
         return None

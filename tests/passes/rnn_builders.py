@@ -113,6 +113,16 @@ def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Ca
     def elu(v: Any) -> Any:
         return ops.elu(v, 0.7)
 
+    def keras2_hard_sigmoid(clip: str) -> Callable[[Any], Any]:
+        """Keras 2's hard_sigmoid, x * 0.2 + 0.5 clipped to [0, 1] by a Clamp, Maximum(Minimum(.)) or
+        Minimum(Maximum(.)); "clamp6": clipped to [0, 6] instead, no activation of ONNX's recurrent ops."""
+        def act(v: Any) -> Any:
+            y = ops.add(ops.multiply(v, ops.constant(np.float32(0.2))), ops.constant(np.float32(0.5)))
+            lo, hi = ops.constant(np.float32(0)), ops.constant(np.float32(1))
+            return {"clamp": lambda: ops.clamp(y, 0.0, 1.0), "clamp6": lambda: ops.clamp(y, 0.0, 6.0), "max_min": lambda: ops.maximum(ops.minimum(y, hi), lo),
+                    "min_max": lambda: ops.minimum(hi, ops.maximum(lo, y))}[clip]()
+        return act
+
     forms: dict[str, Callable[..., list[Any]]] = {
         "keras_lstm": keras_lstm, "torch_lstm": torch_lstm, "spelled_rnn": rnn, "tf1_lstm": tf1_lstm,
         "tf1_gru": tf1_gru,
@@ -124,6 +134,13 @@ def spelled(form: str, rng: np.random.Generator, inputs: int, hidden: int) -> Ca
         "lstm_three_acts": lambda x, h, c: keras_lstm(x, h, c, acts=(ops.hsigmoid, elu, ops.softsign)),
         "gru_hard_sigmoid_relu": lambda x, h, c: gru(x, h, c, reset_after=True, acts=(ops.hsigmoid, ops.relu)),
         "gru_before_elu": lambda x, h, c: gru(x, h, c, reset_after=False, acts=(ops.sigmoid, elu)),
+        "lstm_keras2_hard_sigmoid": lambda x, h, c: keras_lstm(
+            x, h, c, acts=(keras2_hard_sigmoid("clamp"), ops.tanh, ops.tanh)),
+        "lstm_clamp6_gates": lambda x, h, c: keras_lstm(x, h, c, acts=(keras2_hard_sigmoid("clamp6"), ops.tanh, ops.tanh)),
+        "gru_before_keras2_hard_sigmoid": lambda x, h, c: gru(
+            x, h, c, reset_after=False, acts=(keras2_hard_sigmoid("max_min"), ops.tanh)),
+        "gru_keras2_hard_sigmoid": lambda x, h, c: gru(
+            x, h, c, reset_after=True, acts=(keras2_hard_sigmoid("min_max"), ops.tanh)),
         "rnn_elu": lambda x, h, c: rnn(x, h, c, act=elu),
         "rnn_softplus": lambda x, h, c: rnn(x, h, c, act=ops.softplus),
         "lstm_tanh_gate": lambda x, h, c: keras_lstm(x, h, c, gate_act=ops.tanh),

@@ -180,6 +180,10 @@ OTHER_ACTIVATIONS = {  # form: (node, its activations, activation_alpha, activat
     "lstm_three_acts": ("LSTM", ["HardSigmoid", "Elu", "Softsign"], [1 / 6, 0.7], [0.5]),
     "gru_hard_sigmoid_relu": ("GRU", ["HardSigmoid", "Relu"], [1 / 6], [0.5]),
     "gru_before_elu": ("GRU", ["Sigmoid", "Elu"], [0.7], []),  # Elu's alpha is the list's first: one per parameter
+    # Keras 2's hard_sigmoid spelled out: clip(x * 0.2 + 0.5, 0, 1) (fuse_rnn_cells._hard_sigmoid)
+    "lstm_keras2_hard_sigmoid": ("LSTM", ["HardSigmoid", "Tanh", "Tanh"], [0.2], [0.5]),
+    "gru_before_keras2_hard_sigmoid": ("GRU", ["HardSigmoid", "Tanh"], [0.2], [0.5]),
+    "gru_keras2_hard_sigmoid": ("GRU", ["HardSigmoid", "Tanh"], [0.2], [0.5]),
     "rnn_elu": ("RNN", ["Elu"], [0.7], []),
     "rnn_softplus": ("RNN", ["Softplus"], [], []),
 }
@@ -202,7 +206,8 @@ def test_spelled_out_cells_with_other_activations(tmp_path: Path, kind: str, loo
     np.testing.assert_allclose(got.get("activation_beta", []), beta, rtol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_mixed_gates", "lstm_peephole", "lstm_extra_state_op"])
+@pytest.mark.parametrize("kind", ["lstm_tanh_gate", "lstm_mixed_gates", "lstm_peephole", "lstm_extra_state_op",
+                                  "lstm_clamp6_gates"])
 @pytest.mark.parametrize("loop", [False, True], ids=["ti", "loop"])
 def test_near_misses_staycount_loops(tmp_path: Path, kind: str, loop: bool) -> None:
     _check(recurrent_loop(kind, loop=loop), tmp_path, _inputs(kind), None)
@@ -327,7 +332,7 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_lstm_states": 1, "tf_gru_no_bias": 1, "tf_lstm_relu_no_bias": 1, "tf_bidirectional_lstm_sum": 2,
              "tf_bidirectional_gru_unmerged": 2, "tf_lstm_seq2seq": 2,
              "tf_keras2_lstm_last_run_time_length": 1, "tf_keras2_gru_run_time_length": 1,
-             "tf_keras2_gru_reset_before": 1}
+             "tf_keras2_gru_reset_before": 1, "tf_keras2_lstm_hard_sigmoid": 1, "tf_keras2_gru_hard_sigmoid": 1}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -342,7 +347,7 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     output TensorList written by Concat(rows before k, row, rows after k); at batch 1 a flattened [1, N] -> [N]
     recurrent product); Keras 2 (tf_keras) layers from a SavedModel (the sequence a sliced Loop input, the last
     output a Result without back edge whose zero-iteration value is empty, GRU(reset_after=False) splitting its
-    recurrent product with a -1 length): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    recurrent product with a -1 length, hard_sigmoid spelled out as clip(x * 0.2 + 0.5, 0, 1)): fused, equal to OpenVINO and to TensorFlow's outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
