@@ -3,12 +3,14 @@
 onnxruntime's CPU GRU kernel re-packs the recurrent weights at every step (its two Gemm calls per step take R
 transposed and unpacked), runs them on the thread pool and then computes the gates of every batch row on one
 thread: with two threads its recurrence is slower than with one. A Scan whose body is Gemm(h, R_zr^T, x_t W_zr^T + b)
--> f, Gemm(h, R_h^T, Rb_h) and the elementwise gate arithmetic uses prepacked weights and multithreaded Gemms.
-Measured with onnxruntime 1.32, 2 threads, 100 steps, the Scan against the GRU node: input 128 / hidden 256, batch 16
-0.81-0.89x, batch 32 0.79x, batch 64 0.85x; input 512 / hidden 256, batch 16 0.93x; hidden 128, batch 32 0.85x;
-hidden 64, batch 64 0.78x; hidden 512, batch 16 0.94x, batch 32 0.87x. Below (batch 1: 1.5x, batch 8: 0.92-1.01x,
-hidden 64 at batch 16: 1.14x) the GRU node stays: a node is rewritten when its batch is at least MIN_BATCH and
-batch x hidden at least MIN_ROW_ELEMENTS. On one thread the Scan is 0.90-1.00x over that range.
+-> f, Gemm(h, R_h^T, Rb_h) and the elementwise gate arithmetic uses prepacked weights and multithreaded Gemms, but
+pays onnxruntime's per-node cost for its ten nodes at every step. The re-packing grows with hidden^2, the Scan's
+per-node cost not at all: measured with onnxruntime 1.32, 2 threads, 100 steps, the Scan against the GRU node (tenth
+percentiles of 100 runs taken in turn), hidden 512 (input 256): batch 1 1.26x, batch 2 0.59x, batch 4 0.66x, batch 8
+0.73x, batch 16 0.79x; hidden 256 (input 40 / 512): batch 1 2.0x / 1.7x, batch 2 0.88x / 0.85x, batch 4 0.92x,
+batch 8 0.87x, batch 16 0.86x; hidden 128: batch 2-8 1.13-1.32x, batch 16 1.00x, batch 32 0.85x; hidden 64: batch 16
+1.18x, batch 64 0.78x. So a node is rewritten from batch 2 where hidden is at least WIDE, and elsewhere where its
+batch is at least MIN_BATCH and batch x hidden at least MIN_ROW_ELEMENTS. On one thread the Scan is 0.90-1.00x.
 
 A batch known at conversion time decides once; a batch known only at run time (Keras and PyTorch models) gets an If
 on it, the Scan form in its then-branch and the GRU node in its else-branch. The weight reshaping (Squeeze, Slice,
@@ -45,6 +47,7 @@ from ir2onnx.passes.fuse_rnn_util import (
 from ir2onnx.passes.loop_utils import all_nodes, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
+WIDE = 256
 MIN_BATCH = 16
 MIN_ROW_ELEMENTS = 4096
 
@@ -89,7 +92,7 @@ def _activations(node: ir.Node) -> list[Act] | None:
 
 def min_batch(hidden: int) -> int:
     """The smallest batch at which a GRU of `hidden` units runs as a Scan."""
-    return max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
+    return 2 if hidden >= WIDE else max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
 
 
 def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
