@@ -33,6 +33,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     attr,
     derivations,
     input_at,
+    own_weight_nodes,
     own_weights,
     replace_node,
     shape_of,
@@ -153,7 +154,10 @@ def _guard(node: ir.Node, root: ir.Graph, names: MutableSet[str], condition: Cal
     branches = {"then_branch": then_b.build([same.outputs[old.index()] for old in outputs], hint="nonempty"),
                 "else_branch": else_b.build(nothing, hint="empty")}
     results = em.op("If", [condition(em, node)], branches, outputs=len(outputs))
+    owner = node.graph
+    assert owner is not None
     em.commit()
     replace_node(node, list(zip(outputs, results)), "unguarded")
+    own_weight_nodes(branches["then_branch"], owner)
     own_weights(branches["then_branch"])
     return dict(zip(outputs, results))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -185,3 +186,36 @@ def test_tensor_iterator_over_no_step(tmp_path: Path) -> None:
         assert [g.shape for g in got] == [(2, 0, 3), (2, 3), (2, 3)]
         np.testing.assert_array_equal(got[1], empty[1])
         np.testing.assert_array_equal(got[2], empty[2])
+
+
+def test_guarded_scan_reads_its_weights_one_level_up(tmp_path: Path) -> None:
+    """A GRU on a run-time batch and length, its last state read (a Keras GRU's last output), becomes gru_scan.py's If
+    on the batch, whose Scan then goes behind the empty-input If: the constant-only nodes computing the Scan's
+    weights move into that If's branch with it, so that the body reads what onnxruntime folds from them one level up
+    and prepacks (two levels up, it ran its Gemms unpacked). The model still computes the GRU, at a large batch and
+    over no step."""
+    from ir2onnx.passes import apply_default_passes
+    from tests.passes.test_gru_scan import gru_model, min_batch
+
+    proto = gru_model("T", "N", linear_before_reset=1, outputs="Y_h")
+    model = ir.serde.deserialize_model(proto)
+    apply_default_passes(model)
+    GuardEmptyInputsPass()(model)
+    out = ir.to_proto(model)
+    dispatch = next(n for n in out.graph.node if n.op_type == "If")
+    then = next(a.g for a in dispatch.attribute if a.name == "then_branch")
+    guard = next(n for n in then.node if n.op_type == "If")
+    nonempty = next(a.g for a in guard.attribute if a.name == "then_branch")
+    scan = next(n for n in nonempty.node if n.op_type == "Scan")
+    made_here = {o for n in nonempty.node for o in n.output} | {i.name for i in nonempty.initializer}
+    weights = [g.input[1] for g in scan.attribute[0].g.node if g.op_type == "Gemm"]
+    assert len(weights) == 2 and all(w in made_here for w in weights)
+    rng = np.random.default_rng(2)
+    batch = min_batch(256)
+    for steps in (3, 0):
+        feed = {"X": rng.standard_normal((steps, batch, 4)).astype(np.float32),
+                "H0": rng.standard_normal((1, batch, 256)).astype(np.float32)}
+        got = _run_apart(out, feed, tmp_path)[0]
+        assert got.shape == (1, batch, 256)
+        want = _run_apart(proto, feed, tmp_path)[0] if steps else feed["H0"]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6)
