@@ -125,6 +125,12 @@ def count_ops(proto: onnx.ModelProto | onnx.GraphProto, op_type: str) -> int:
     return sum(n.op_type == op_type for n in all_nodes(proto))
 
 
+def _op_types(graph: onnx.GraphProto) -> list[str]:
+    """The graph's op types, but for the Reshapes that pass a GRU its W and R (gru_scan.py's _branch_weights)."""
+    weights = {w for n in graph.node if n.op_type == "GRU" for w in n.input[1:3]}
+    return [n.op_type for n in graph.node if not (n.op_type == "Reshape" and n.output[0] in weights)]
+
+
 def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
     """The graph, or for a GRU/LSTM behind the If that keeps empty inputs from it (passes/empty_inputs.py), its
     then-branch (checked: the If is the graph's last node, or is followed only by gru_scan.py's Squeeze and Transpose
@@ -136,7 +142,7 @@ def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
     if last is None or last.op_type != "If":
         return graph
     branches = {a.name: a.g for a in last.attribute if a.type == onnx.AttributeProto.GRAPH}
-    inner = [n.op_type for n in branches["then_branch"].node]
+    inner = _op_types(branches["then_branch"])
     if inner not in (["GRU"], ["LSTM"]):
         return graph
     assert not {n.op_type for n in branches["else_branch"].node} & {"GRU", "LSTM", "RNN", "Loop", "Scan"}
@@ -145,13 +151,13 @@ def unguarded(graph: onnx.GraphProto) -> onnx.GraphProto:
 
 def gru_dispatches(proto: onnx.ModelProto) -> int:
     """The If nodes of the main graph that run a GRU as a Scan at large batches and as itself below
-    (passes/gru_scan.py), each checked: its else-branch the lone GRU node (with the Squeeze and Transpose that move
-    its Y, where the branches write that), its then-branch one Scan whose body starts with the recurrent Gemm (either
+    (passes/gru_scan.py), each checked: its else-branch the lone GRU node (with the Reshapes of its weights, and the
+    Squeeze and Transpose that move its Y where the branches write that), its then-branch one Scan whose body starts with the recurrent Gemm (either
     behind the If that keeps empty inputs from it, where its sizes are not known)."""
     found = 0
     for node in proto.graph.node:
         branches = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
-        if node.op_type != "If" or [n.op_type for n in unguarded(branches["else_branch"]).node] not in (
+        if node.op_type != "If" or _op_types(unguarded(branches["else_branch"])) not in (
                 ["GRU"], ["GRU", "Squeeze", "Transpose"]):
             continue
         then = branches["then_branch"]

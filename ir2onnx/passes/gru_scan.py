@@ -38,6 +38,7 @@ from ir2onnx.passes.fuse_rnn_util import (
     Subgraph,
     all_names,
     attr,
+    const_array,
     input_at,
     redirect,
     replace_node,
@@ -115,7 +116,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
         then_b = Subgraph(em)
         then_outs = dict(_scan_form(em, node, then_b, mover))
         else_b = Subgraph(em)
-        gru = else_b.add(ir.Node("", "GRU", list(node.inputs), list(node.attributes.values()),
+        gru = else_b.add(ir.Node("", "GRU", _branch_weights(node, else_b, em), list(node.attributes.values()),
                                  num_outputs=len(node.outputs), name=em.fresh("GRU")))
         else_outs = dict(zip(node.outputs, gru.outputs))
         if mover:
@@ -133,6 +134,19 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
         replace_node(n, [], "gru")
     replace_node(node, [], "gru")
     return True
+
+
+def _branch_weights(node: ir.Node, branch: Emitter, em: Emitter) -> list[ir.Value | None]:
+    """The GRU's inputs for its branch, constant W and R through a Reshape to their own shape: onnxruntime folds that
+    into an initializer of the branch (or of the empty-input If's branch inside it, empty_inputs.py), which the GRU
+    reads at most one level up and so prepacks. Read from the main graph two If levels up, they were not prepacked:
+    1.1x the time at batch 1 (40/256), 1.3x at batch 8 (128/128)."""
+    inputs = list(node.inputs)
+    for k in (1, 2):
+        c = const_array(inputs[k]) if inputs[k] is not None else None
+        if c is not None:
+            inputs[k] = branch.op1("Reshape", [inputs[k], em.i64(list(c.shape))])
+    return inputs
 
 
 def _sequence_mover(y: ir.Value) -> list[ir.Node]:
