@@ -4,13 +4,13 @@ onnxruntime's CPU GRU kernel re-packs the recurrent weights at every step (its t
 transposed and unpacked), runs them on the thread pool and then computes the gates of every batch row on one
 thread: with two threads its recurrence is slower than with one. A Scan whose body is Gemm(h, R_zr^T, x_t W_zr^T + b)
 -> f, Gemm(h, R_h^T, Rb_h) and the elementwise gate arithmetic uses prepacked weights and multithreaded Gemms, but
-pays onnxruntime's per-node cost for its ten nodes at every step. The re-packing grows with hidden^2, the Scan's
-per-node cost not at all: measured with onnxruntime 1.32, 2 threads, 100 steps, the Scan against the GRU node (tenth
-percentiles of 100 runs taken in turn), hidden 512 (input 256): batch 1 1.26x, batch 2 0.59x, batch 4 0.66x, batch 8
-0.73x, batch 16 0.79x; hidden 256 (input 40 / 512): batch 1 2.0x / 1.7x, batch 2 0.88x / 0.85x, batch 4 0.92x,
-batch 8 0.87x, batch 16 0.86x; hidden 128: batch 2-8 1.13-1.32x, batch 16 1.00x, batch 32 0.85x; hidden 64: batch 16
-1.18x, batch 64 0.78x. So a node is rewritten from batch 2 where hidden is at least WIDE, and elsewhere where its
-batch is at least MIN_BATCH and batch x hidden at least MIN_ROW_ELEMENTS. On one thread the Scan is 0.90-1.00x.
+pays onnxruntime's per-node cost for its ten nodes at every step. Measured with onnxruntime 1.32, 2 threads, 100 steps,
+the Scan against the GRU node with its weights prepacked (_branch_weights; tenth percentiles of 100 runs taken in
+turn): batch 16 0.96-0.99x at hidden 256 and 512, 1.11x at hidden 128; batch 32 at hidden 128 0.91x; below batch 16
+the node is faster (hidden 256: batch 2 1.75x, batch 8 1.13x; hidden 512: batch 2 1.14x, batch 8 1.01x); earlier
+measurements: batch 32 0.79x and batch 64 0.85x at hidden 256, batch 64 0.78x at hidden 64. So a node is rewritten
+when its batch is at least MIN_BATCH and batch x hidden at least MIN_ROW_ELEMENTS. On one thread the Scan is
+0.90-1.00x.
 
 A batch known at conversion time decides once; a batch known only at run time (Keras and PyTorch models) gets an If
 on it, the Scan form in its then-branch and the GRU node in its else-branch. The weight reshaping (Squeeze, Slice,
@@ -48,7 +48,6 @@ from ir2onnx.passes.fuse_rnn_util import (
 from ir2onnx.passes.loop_utils import all_nodes, const_ints, is_default_domain
 from ir2onnx.passes.static_shapes import StaticShapes
 
-WIDE = 256
 MIN_BATCH = 16
 MIN_ROW_ELEMENTS = 4096
 
@@ -93,7 +92,7 @@ def _activations(node: ir.Node) -> list[Act] | None:
 
 def min_batch(hidden: int) -> int:
     """The smallest batch at which a GRU of `hidden` units runs as a Scan."""
-    return 2 if hidden >= WIDE else max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
+    return max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
 
 
 def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
