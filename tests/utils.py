@@ -169,6 +169,26 @@ def gru_dispatches(proto: onnx.ModelProto) -> int:
     return found
 
 
+def weight_levels(proto: onnx.ModelProto, op_type: str, inputs: slice) -> list[list[int]]:
+    """For each `op_type` node (bodies and branches included), how many graph levels above it each of its `inputs`
+    is defined (0: in its own graph). onnxruntime prepacks a weight at most one level up."""
+    found: list[list[int]] = []
+
+    def walk(graph: onnx.GraphProto, scopes: list[set[str]]) -> None:
+        scopes = [*scopes, {i.name for i in graph.initializer} | {i.name for i in graph.input}
+                  | {o for n in graph.node for o in n.output}]
+        for n in graph.node:
+            if n.op_type == op_type:
+                found.append([next(up for up, names in enumerate(reversed(scopes)) if w in names)
+                              for w in n.input[inputs]])
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g, scopes)
+
+    walk(proto.graph, [])
+    return found
+
+
 def count_loops(proto: onnx.ModelProto | onnx.GraphProto) -> int:
     """Scan and Loop nodes in the graph and all subgraphs."""
     return count_ops(proto, "Scan") + count_ops(proto, "Loop")

@@ -12,7 +12,9 @@ else what it computes over nothing:
   (an LSTM, guarded for a run-time batch, then also keeps its initial states over no step, where onnxruntime's
   kernel returns zeros);
 * Scan (guarded on its scan length): the states' initial values; each scan output empty on its stacking axis, its
-  other dims the body output's where they are static, else 0 (as the translation's Loops give after no iteration).
+  other dims those of the state it stacks, read at run time, where it is a state's new value (a recurrent cell's
+  step output: the Scans of rnn_scan.py and gru_scan.py), else the body output's where they are static, else 0 (as
+  the translation's Loops give after no iteration).
 
 This is not an optimisation: the API applies it to every model it returns, passes on or off. The node's weights
 become the branch's own initializers when nothing else reads them (onnxruntime prepacks those; fuse_rnn_util's
@@ -88,9 +90,35 @@ def _may_be_empty(node: ir.Node) -> bool:
             not all(_known_positive(x, a) for a in RECURRENT_AXES[node.op_type])
     if node.op_type == "Scan":
         x, axis = _first_scan_input(node)
-        rows = node.attributes["body"].as_graph().outputs[carried_count(node):]
-        return not _known_positive(x, axis) and all(o.dtype is not None and o.shape is not None for o in rows)
+        body = node.attributes["body"].as_graph()
+        return not _known_positive(x, axis) and \
+            all(_state_of(node, k) is not None or (body.outputs[k].dtype is not None and body.outputs[k].shape is not None)
+                for k, _ in stacked_outputs(node, body))
     return False
+
+
+def _state_of(node: ir.Node, k: int) -> tuple[int, ir.DataType, int] | None:
+    """The state whose new value a Scan's body output `k` is (itself or through Identities: a recurrent cell's step
+    output, as the Scans of rnn_scan.py and gru_scan.py return it), with its element type and the output's stacking
+    axis (from 0), where those are known: each row then has the state's initial run-time shape (a state keeps its
+    shape from step to step). Else None."""
+    body = node.attributes["body"].as_graph()
+    carried = carried_count(node)
+    axis = dict(stacked_outputs(node, body))[k]
+    v: ir.Value | None = body.outputs[k]
+    while v is not None:
+        for j, state in enumerate(body.outputs[:carried]):
+            initial = node.inputs[j]
+            if state is not v or initial is None:
+                continue
+            dtype = next((t.dtype for t in (initial, body.inputs[j], state) if t.dtype is not None), None)
+            if axis < 0:  # counted from the end: the rank is needed
+                shape = next((t.shape for t in (initial, body.inputs[j], state) if t.shape is not None), None)
+                axis = axis + len(shape) + 1 if shape is not None else -1
+            return (j, dtype, axis) if dtype is not None and axis >= 0 else None
+        producer = v.producer()
+        v = producer.inputs[0] if producer is not None and producer.op_type == "Identity" else None
+    return None
 
 
 def _first_scan_input(node: ir.Node) -> tuple[ir.Value, int]:
@@ -129,6 +157,13 @@ def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> 
     if k < carried_count(node):  # a state: its initial value
         return branch.op1("Identity", [node.inputs[k]])
     body = node.attributes["body"].as_graph()
+    state = _state_of(node, k)
+    if state is not None:  # empty on the stacking axis, the state's run-time shape on the others
+        j, dtype, axis = state
+        initial = node.inputs[j]
+        dims = [branch.op1("Shape", [initial], {"end": axis}), em.i64([0]), branch.op1("Shape", [initial], {"start": axis})]
+        zero = ir.tensor(np.zeros(1, dtype.numpy()))
+        return branch.op1("ConstantOfShape", [branch.op1("Concat", dims, {"axis": 0})], {"value": zero})
     row = body.outputs[k]
     assert row.shape is not None  # (_may_be_empty)
     axis = dict(stacked_outputs(node, body))[k] % (len(row.shape) + 1)

@@ -16,7 +16,7 @@ import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes import apply_default_passes
 from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
-from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten
+from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten, weight_levels
 
 H, I = 256, 4
 BIG = min_batch(H)
@@ -181,17 +181,5 @@ def test_branch_gru_reads_its_weights_one_level_up() -> None:
     """The GRU node of the If's small-batch branch, behind the empty-input If there (empty_inputs.py), reads W and R
     through Reshapes that onnxruntime folds at most one level above it, so that it prepacks them: read from the main
     graph two levels up, it did not (1.1-1.3x the time)."""
-    proto = ir2onnx.convert(FIXTURES / "torch_gru" / "model.xml")
-    found = []
-
-    def walk(graph: onnx.GraphProto, scopes: list[set[str]]) -> None:
-        scopes = [*scopes, {i.name for i in graph.initializer} | {o for n in graph.node for o in n.output}]
-        for n in graph.node:
-            if n.op_type == "GRU":
-                found.append([next(up for up, names in enumerate(reversed(scopes)) if w in names) for w in n.input[1:3]])
-            for a in n.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    walk(a.g, scopes)
-
-    walk(proto.graph, [{i.name for i in proto.graph.input}])
+    found = weight_levels(ir2onnx.convert(FIXTURES / "torch_gru" / "model.xml"), "GRU", slice(1, 3))
     assert found and all(up <= 1 for levels in found for up in levels), found

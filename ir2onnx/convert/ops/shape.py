@@ -108,7 +108,32 @@ def unsqueeze(ctx: LayerContext) -> ir.Value:
 def reshape(ctx: LayerContext) -> ir.Value:
     """special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a zero dim (allowzero=1)."""
     special_zero = ctx.attr_bool("special_zero", False)
+    pattern = ctx.const(1)
+    if special_zero and pattern is not None:
+        return ctx.b.reshape(ctx.inputs[0], _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)]))
     return ctx.b.reshape(ctx.inputs[0], ctx.int64_vector(1), allowzero=not special_zero)
+
+
+def _inferred_dim(ctx: LayerContext, pattern: list[int]) -> list[int]:
+    """A constant special_zero pattern with its -1 written out where the input's dims outside the copied ones are
+    static (and the output port agrees). OpenVINO infers -1 from those dims alone; ONNX from the whole size over the
+    other output dims, which fails on an empty input whose empty dim is copied (a PyTorch bidirectional RNN's
+    Reshape [0, 0, -1] of [batch, 0 steps, 2, hidden])."""
+    copied = [i for i, p in enumerate(pattern) if p == 0]
+    if pattern.count(-1) != 1 or not copied:
+        return pattern
+    dims = ctx.input_dims(0)
+    rest = [d for i, d in enumerate(dims) if i not in copied]
+    known = [p for i, p in enumerate(pattern) if i not in copied and p != -1]
+    if max(copied) >= len(dims) or any(d is None or d < 0 for d in rest) \
+            or 0 in known or 0 in rest:
+        return pattern
+    size, other = int(np.prod(rest, dtype=np.int64)), int(np.prod(known, dtype=np.int64))
+    k = pattern.index(-1)
+    out = ctx.layer.outputs[0].dims if ctx.layer.outputs else ()
+    if size % other or k >= len(out) or out[k] != size // other:
+        return pattern
+    return [size // other if i == k else p for i, p in enumerate(pattern)]
 
 
 @converter("Concat", "opset1")
