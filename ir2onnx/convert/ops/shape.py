@@ -106,34 +106,34 @@ def unsqueeze(ctx: LayerContext) -> ir.Value:
 
 @converter("Reshape", "opset1")
 def reshape(ctx: LayerContext) -> ir.Value:
-    """special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a zero dim (allowzero=1)."""
+    """special_zero=true: 0 copies the input dim (ONNX allowzero=0); false: 0 is a zero dim (allowzero=1).
+
+    With special_zero, OpenVINO infers a -1 from the input dims that are not copied; ONNX from the whole size over
+    the other output dims, which fails where a copied dim is empty (a PyTorch bidirectional RNN's [0, 0, -1] of
+    [batch, 0 steps, 2, hidden]). So a constant pattern's -1 is written out where those dims are static and the
+    output port agrees. (Where they are not, or the pattern is a run-time value, an empty copied dim still fails in
+    onnxruntime: computing -1 OpenVINO's way there would cost shape arithmetic at every run for that edge case.)"""
     special_zero = ctx.attr_bool("special_zero", False)
     pattern = ctx.const(1)
-    if special_zero and pattern is not None:
-        return ctx.b.reshape(ctx.inputs[0], _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)]))
-    return ctx.b.reshape(ctx.inputs[0], ctx.int64_vector(1), allowzero=not special_zero)
+    if not special_zero or pattern is None:
+        return ctx.b.reshape(ctx.inputs[0], ctx.int64_vector(1), allowzero=not special_zero)
+    return ctx.b.reshape(ctx.inputs[0], _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)]))
 
 
-def _inferred_dim(ctx: LayerContext, pattern: list[int]) -> list[int]:
-    """A constant special_zero pattern with its -1 written out where the input's dims outside the copied ones are
-    static (and the output port agrees). OpenVINO infers -1 from those dims alone; ONNX from the whole size over the
-    other output dims, which fails on an empty input whose empty dim is copied (a PyTorch bidirectional RNN's
-    Reshape [0, 0, -1] of [batch, 0 steps, 2, hidden])."""
-    copied = [i for i, p in enumerate(pattern) if p == 0]
-    if pattern.count(-1) != 1 or not copied:
-        return pattern
-    dims = ctx.input_dims(0)
-    rest = [d for i, d in enumerate(dims) if i not in copied]
-    known = [p for i, p in enumerate(pattern) if i not in copied and p != -1]
-    if max(copied) >= len(dims) or any(d is None or d < 0 for d in rest) \
-            or 0 in known or 0 in rest:
-        return pattern
-    size, other = int(np.prod(rest, dtype=np.int64)), int(np.prod(known, dtype=np.int64))
-    k = pattern.index(-1)
+def _inferred_dim(ctx: LayerContext, dims: list[int]) -> list[int]:
+    copied = [i for i, p in enumerate(dims) if p == 0]
+    in_dims = ctx.input_dims(0)
+    if dims.count(-1) != 1 or not copied or max(copied) >= len(in_dims):
+        return dims
+    rest = [d for i, d in enumerate(in_dims) if i not in copied]
+    known = int(np.prod([p for i, p in enumerate(dims) if i not in copied and p != -1], dtype=np.int64))
+    if known <= 0 or any(d is None or d < 0 for d in rest):
+        return dims
+    size, k = int(np.prod(rest, dtype=np.int64)), dims.index(-1)
     out = ctx.layer.outputs[0].dims if ctx.layer.outputs else ()
-    if size % other or k >= len(out) or out[k] != size // other:
-        return pattern
-    return [size // other if i == k else p for i, p in enumerate(pattern)]
+    if size % known or size == 0 or k >= len(out) or out[k] != size // known:  # (a 0 would copy)
+        return dims
+    return [size // known if i == k else p for i, p in enumerate(dims)]
 
 
 @converter("Concat", "opset1")
