@@ -57,6 +57,20 @@ class LSTMFromStates(nn.Module):
         return y, h, c
 
 
+class PackedLSTM(nn.Module):
+    """An LSTM over a padded batch packed by its lengths (pack_padded_sequence, unsorted), its sequence padded back:
+    the lengths are a second input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.LSTM(I, H, batch_first=True)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        y, (h, c) = self.layer(packed)
+        return nn.utils.rnn.pad_packed_sequence(y, batch_first=True)[0], h, c
+
+
 class WhileLoop(nn.Module):
     """A scripted data-dependent loop: doubles x until its norm passes a limit, counting the steps."""
 
@@ -126,6 +140,7 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "rnn_3layers_no_bias": _rnn(lambda: nn.RNN(I, H, num_layers=3, bias=False, batch_first=True)),
     "rnn_bidirectional_2layers": _rnn(lambda: nn.RNN(I, H, num_layers=2, bidirectional=True, batch_first=True)),
     "lstm_cells_unrolled": lambda: (CellsUnrolled().eval(), (torch.randn(B, 8, I), torch.randn(B, H), torch.randn(B, H))),
+    "packed_lstm": lambda: (PackedLSTM().eval(), (torch.randn(3, T, I), torch.tensor([T, 2, 4]))),
     "while_loop": _scripted(WhileLoop(), (2, 3)),
     "for_loop": _scripted(ForLoop(), (B, T, 3)),
 }
