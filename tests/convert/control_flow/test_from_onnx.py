@@ -69,6 +69,42 @@ def test_recurrent_onnx_ops(tmp_path: Path, op: str, gates: int, direction: str)
     assert_equivalent(xml, rng_inputs([((t, b, i), np.float32), ((dirs, b, hs), np.float32)]))
 
 
+SEQUENCE_FORMS = {  # op, direction, its other attributes, peepholes: how OpenVINO's ONNX frontend writes each
+    "lstm-peepholes": ("LSTM", "forward", {}, True),
+    "lstm-peepholes-bidirectional": ("LSTM", "bidirectional", {}, True),
+    "lstm-input-forget": ("LSTM", "forward", {"input_forget": 1}, False),
+    "lstm-batch-major": ("LSTM", "forward", {"layout": 1}, False),
+    "lstm-batch-major-bidirectional": ("LSTM", "bidirectional", {"layout": 1}, False),
+    "lstm-relu-bidirectional": ("LSTM", "bidirectional", {"activations": ["Sigmoid", "Relu", "Relu"] * 2}, False),
+    "gru-batch-major": ("GRU", "forward", {"layout": 1}, False),
+    "gru-clip-bidirectional": ("GRU", "bidirectional", {"clip": 0.7}, False),
+    "rnn-batch-major-bidirectional": ("RNN", "bidirectional", {"layout": 1}, False),
+    "rnn-clip-reverse": ("RNN", "reverse", {"clip": 0.3}, False),
+}
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("form", list(SEQUENCE_FORMS))
+def test_recurrent_onnx_op_forms(tmp_path: Path, form: str, fuse: bool) -> None:
+    """Peepholes, input_forget, batch-major layout, clip and other activations, as the frontend decomposes them."""
+    op, direction, attrs, peepholes = SEQUENCE_FORMS[form]
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    dirs = 2 if direction == "bidirectional" else 1
+    hs, t, b, i = 5, 6, 2, 3
+    x_shape = (b, t, i) if attrs.get("layout") == 1 else (t, b, i)
+    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    inits = [_init("W", (dirs, gates * hs, i)), _init("R", (dirs, gates * hs, hs)), _init("B", (dirs, 2 * gates * hs))]
+    inputs = ["X", "W", "R", "B"]
+    if peepholes:
+        inputs += ["", "", "", "P"]
+        inits.append(_init("P", (dirs, 3 * hs)))
+    node = helper.make_node(op, inputs, outs, hidden_size=hs, direction=direction, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", F, list(x_shape))],
+                              [helper.make_tensor_value_info(n, F, None) for n in outs], inits)
+    xml = _to_ir(graph, tmp_path)
+    assert_equivalent(xml, rng_inputs([(x_shape, np.float32)]), fuse=fuse)
+
+
 def test_compressed_weights_inside_a_loop(tmp_path: Path) -> None:
     """save_model's default f16 weights: Const f16 -> Convert inside a TensorIterator body."""
     model = ti_lstm(2, 5, 3, 4)
