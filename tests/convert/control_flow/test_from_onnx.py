@@ -52,24 +52,35 @@ def test_scan_becomes_tensor_iterator(tmp_path: Path, direction: int) -> None:
     assert_equivalent(xml, rng_inputs([((2, 3), np.float32), ((2, 5, 3), np.float32)]))
 
 
-@pytest.mark.parametrize(("op", "gates", "direction"), [("LSTM", 4, "forward"), ("LSTM", 4, "bidirectional"),
-                                                        ("GRU", 3, "reverse"), ("RNN", 1, "forward")])
-def test_recurrent_onnx_ops(tmp_path: Path, op: str, gates: int, direction: str) -> None:
+def _recurrent_graph(op: str, direction: str, *, h0: bool = False, peepholes: bool = False,
+                     **attrs: object) -> tuple[onnx.GraphProto, list[tuple[int, ...]]]:
+    """One ONNX LSTM/GRU/RNN node over X (and H0), hidden 5, 6 steps, batch 2, input 3; its graph and input shapes."""
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     dirs = 2 if direction == "bidirectional" else 1
-    hs, t, b, i = 4, 6, 2, 3
+    hs, t, b, i = 5, 6, 2, 3
+    shapes = [(b, t, i) if attrs.get("layout") == 1 else (t, b, i)] + ([(dirs, b, hs)] if h0 else [])
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
-    node = helper.make_node(op, ["X", "W", "R", "B", "", "H0"], outs, hidden_size=hs, direction=direction)
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info("X", F, [t, b, i]), helper.make_tensor_value_info("H0", F, [dirs, b, hs])],
-        [helper.make_tensor_value_info(n, F, None) for n in outs],
-        [_init("W", (dirs, gates * hs, i)), _init("R", (dirs, gates * hs, hs)), _init("B", (dirs, 2 * gates * hs))],
-    )
+    inits = [_init("W", (dirs, gates * hs, i)), _init("R", (dirs, gates * hs, hs)), _init("B", (dirs, 2 * gates * hs))]
+    inputs = ["X", "W", "R", "B", "", "H0" if h0 else ""]
+    if peepholes:
+        inputs += ["", "P"]
+        inits.append(_init("P", (dirs, 3 * hs)))
+    node = helper.make_node(op, inputs, outs, hidden_size=hs, direction=direction, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, F, list(shape))
+                                            for n, shape in zip(["X", "H0"], shapes)],
+                              [helper.make_tensor_value_info(n, F, None) for n in outs], inits)
+    return graph, shapes
+
+
+@pytest.mark.parametrize(("op", "direction"), [("LSTM", "forward"), ("LSTM", "bidirectional"), ("GRU", "reverse"),
+                                               ("RNN", "forward")])
+def test_recurrent_onnx_ops(tmp_path: Path, op: str, direction: str) -> None:
+    graph, shapes = _recurrent_graph(op, direction, h0=True)
     xml = _to_ir(graph, tmp_path)
-    assert_equivalent(xml, rng_inputs([((t, b, i), np.float32), ((dirs, b, hs), np.float32)]))
+    assert_equivalent(xml, rng_inputs([(shape, np.float32) for shape in shapes]))
 
 
-SEQUENCE_FORMS = {  # op, direction, its other attributes, peepholes: how OpenVINO's ONNX frontend writes each
+SEQUENCE_FORMS: dict[str, tuple[str, str, dict[str, object], bool]] = {  # op, direction, attributes, peepholes
     "lstm-peepholes": ("LSTM", "forward", {}, True),
     "lstm-peepholes-bidirectional": ("LSTM", "bidirectional", {}, True),
     "lstm-input-forget": ("LSTM", "forward", {"input_forget": 1}, False),
@@ -86,23 +97,12 @@ SEQUENCE_FORMS = {  # op, direction, its other attributes, peepholes: how OpenVI
 @pytest.mark.parametrize("fuse", [True, False])
 @pytest.mark.parametrize("form", list(SEQUENCE_FORMS))
 def test_recurrent_onnx_op_forms(tmp_path: Path, form: str, fuse: bool) -> None:
-    """Peepholes, input_forget, batch-major layout, clip and other activations, as the frontend decomposes them."""
+    """Peepholes, input_forget, batch-major layout, clip and other activations, as OpenVINO's ONNX frontend writes
+    them (loops, or sequence ops with transposes around them)."""
     op, direction, attrs, peepholes = SEQUENCE_FORMS[form]
-    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
-    dirs = 2 if direction == "bidirectional" else 1
-    hs, t, b, i = 5, 6, 2, 3
-    x_shape = (b, t, i) if attrs.get("layout") == 1 else (t, b, i)
-    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
-    inits = [_init("W", (dirs, gates * hs, i)), _init("R", (dirs, gates * hs, hs)), _init("B", (dirs, 2 * gates * hs))]
-    inputs = ["X", "W", "R", "B"]
-    if peepholes:
-        inputs += ["", "", "", "P"]
-        inits.append(_init("P", (dirs, 3 * hs)))
-    node = helper.make_node(op, inputs, outs, hidden_size=hs, direction=direction, **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", F, list(x_shape))],
-                              [helper.make_tensor_value_info(n, F, None) for n in outs], inits)
+    graph, shapes = _recurrent_graph(op, direction, peepholes=peepholes, **attrs)
     xml = _to_ir(graph, tmp_path)
-    assert_equivalent(xml, rng_inputs([(x_shape, np.float32)]), fuse=fuse)
+    assert_equivalent(xml, rng_inputs([(shape, np.float32) for shape in shapes]), fuse=fuse)
 
 
 def test_compressed_weights_inside_a_loop(tmp_path: Path) -> None:
