@@ -1,6 +1,7 @@
-"""IRs written by OpenVINO's TensorFlow and PyTorch frontends (tests/fixtures/tf_*, torch_*; made by
-scripts/make_tf_fixtures.py and scripts/make_torch_fixtures.py): Keras recurrent layers, tf.while_loop, tf.scan,
-tf.map_fn, autograph loops, torch recurrent layers and scripted loops.
+"""IRs written by OpenVINO's TensorFlow, PyTorch and PaddlePaddle frontends (tests/fixtures/tf_*, torch_*, paddle_*;
+made by scripts/make_tf_fixtures.py, make_torch_fixtures.py and make_paddle_fixtures.py): Keras recurrent layers,
+tf.while_loop, tf.scan, tf.map_fn, autograph loops, torch recurrent layers and scripted loops, Paddle LSTMs and a
+CRNN text recogniser.
 
 Each is converted, run in onnxruntime and compared with OpenVINO on the IR (names, shapes, values) and with the
 framework's own outputs stored beside it.
@@ -20,7 +21,7 @@ from ir2onnx.check.openvino_ref import run_openvino
 from tests.utils import assert_equivalent, assert_outputs, convert_checked
 
 ROOT = Path(__file__).resolve().parent.parent.parent / "fixtures"
-FIXTURES = sorted(p.name for p in ROOT.iterdir() if p.name.startswith(("tf_", "torch_")))
+FIXTURES = sorted(p.name for p in ROOT.iterdir() if p.name.startswith(("tf_", "torch_", "paddle_")))
 
 # OpenVINO's CPU plugin cannot run these; the framework's outputs are the reference.
 OPENVINO_FAILS = {
@@ -37,6 +38,8 @@ FRONTEND_DIFFERS = {
     # a dynamic-size TensorArray becomes a 0-row buffer that ScatterUpdate writes into: every write is dropped,
     # so the IR returns no rows where TensorFlow stacks one per iteration
     "tf_while_tensor_array",
+    # Paddle's AdaptiveAvgPool2D((1, None)) keeps the width; the frontend writes a ReduceMean over height and width
+    "paddle_crnn_adaptive_pool",
 }
 
 
@@ -111,6 +114,7 @@ def test_fixtures_hold_the_forms_they_pin() -> None:
     """Regenerated fixtures must keep the forms these tests are for."""
     assert len([n for n in FIXTURES if n.startswith("tf_")]) >= 14
     assert len([n for n in FIXTURES if n.startswith("torch_")]) >= 7
+    assert len([n for n in FIXTURES if n.startswith("paddle_")]) >= 5
     for name in ("tf_lstm_seq", "tf_gru_reset_after", "tf_while_loop", "tf_scan", "tf_map_fn", "tf_for_loop",
                  "torch_while_loop", "torch_for_loop"):
         assert _types(ROOT / name / "model.xml")["Loop"] >= 1, name
@@ -129,3 +133,6 @@ def test_fixtures_hold_the_forms_they_pin() -> None:
                      ("torch_rnn_relu_2layers", "RNNSequence"), ("torch_lstm_time_major_2layers_states", "LSTMSequence"),
                      ("torch_rnn_3layers_no_bias", "RNNSequence"), ("torch_rnn_bidirectional_2layers", "RNNSequence")):
         assert _types(ROOT / name / "model.xml")[op] >= 1, name
+    for name in ("paddle_lstm", "paddle_lstm_bidirectional_2layers", "paddle_crnn", "paddle_crnn_adaptive_pool"):
+        assert _types(ROOT / name / "model.xml")["LSTMSequence"] >= 1, name
+    assert _types(ROOT / "paddle_crnn_adaptive_pool" / "model.xml")["ReduceMean"] == 1
