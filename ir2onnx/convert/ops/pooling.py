@@ -48,6 +48,11 @@ def _geometry(ctx: LayerContext, ar: Arith, nsp: int, kernel: list[int],
         if rounding == "ceil_torch":
             out = ar.sub(out, ar.ge(ar.mul(ar.sub(out, 1), s), ar.add(dims, pb)))
     end = ar.max(ar.sub(ar.add(ar.mul(ar.sub(out, 1), s), dk), ar.add(dims, pb)), 0)
+    if rounding == "floor" and not Arith.static(end) and Arith.static(pe):
+        # Floor mode over the layer's own padding is ONNX's formula too, and no window reaches past it: pooling
+        # over all of it gives the same windows, with pads known here (a run-time width or height then keeps the
+        # plain pooling node rather than an explicit Pad and a mask of the windows)
+        end = pe
     return dims, pb, end, out, pe
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from tests.convert.ops.cases import OPENVINO_BF16, Case, const, params, run_case
-from tests.utils import convert_checked, save_ir
+from tests.utils import assert_equivalent, convert_checked, save_ir
 
 F16, F, F64, I8, U8, I32, I64 = np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64
 RNG = np.random.default_rng(11)
@@ -110,6 +110,16 @@ CASES = _geom_cases() + [
     Case("avgpool1-dynamic-same-lower", lambda x: ops1.avg_pool(x, [2, 2], [0, 0], [0, 0], [2, 3], True, "floor",
                                                                  "same_lower"),
          [(_dyn((1, 2, 7, 7)), F)], values=[rand((1, 2, 7, 7))]),
+    # run-time spatial dims in floor mode: the layer's own pads serve (test_floor_pooling_over_run_time_dims_is_native)
+    Case("maxpool8-dynamic-floor-padded-indices", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [1, 0], [1, 1], [3, 2],
+                                                                           "floor", None, "i64"),
+         [(_dyn((2, 2, 7, 9)), F)], values=[rand((2, 2, 7, 9))]),
+    Case("avgpool1-dynamic-floor-padded-incl", lambda x: ops1.avg_pool(x, [2, 3], [1, 1], [1, 2], [3, 3], False,
+                                                                        "floor"),
+         [(_dyn((1, 2, 8, 10)), F)], values=[rand((1, 2, 8, 10))]),
+    Case("avgpool1-dynamic-floor-padded-excl", lambda x: ops1.avg_pool(x, [2, 3], [1, 1], [1, 2], [3, 3], True,
+                                                                        "floor"),
+         [(_dyn((1, 2, 8, 10)), F)], values=[rand((1, 2, 8, 10))]),
     # indices: axis, element type, padding >= kernel (explicit padding, indices mapped back)
     Case("maxpool8-indices-axis1", lambda x: ops8.max_pool(x, [2, 2], [1, 1], [1, 1], [0, 1], [2, 2], "ceil",
                                                            None, "i64", 1), [((2, 3, 5, 6), F)]),
@@ -149,6 +159,22 @@ CASES = _geom_cases() + [
 @pytest.mark.parametrize("case", params(CASES))
 def test_pooling(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_floor_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str) -> None:
+    """A run-time height and width in floor mode: one pooling node with the layer's pads, no explicit Pad or mask
+    (PaddlePaddle's CRNN: those took a third of its poolings' time), on inputs whose windows stop short of the end
+    padding and ones that reach into it."""
+    p = ops1.parameter([-1, 3, -1, -1], F, name="x")
+    y = ops1.max_pool(p, [2, 2], [1, 0], [1, 1], [3, 2], "floor") if pool == "max" else \
+        ops1.avg_pool(p, [2, 2], [1, 0], [1, 1], [3, 2], False, "floor")
+    xml = save_ir(ov.Model([y], [p]), tmp_path)
+    proto = convert_checked(xml)
+    assert sorted(n.op_type for n in proto.graph.node) == ["MaxPool" if pool == "max" else "AveragePool"]
+    for shape in ((2, 3, 7, 9), (1, 3, 8, 10), (2, 3, 2, 2)):
+        x = rand(shape)
+        assert_equivalent(xml, [x], proto=proto)
 
 
 def _np_max_pool(x: np.ndarray, k: list[int], s: list[int], pb: list[int], pe: list[int]) -> tuple[np.ndarray, np.ndarray]:
