@@ -66,6 +66,18 @@ def _native_pads(pb: Vec, pe: Vec, kernel: list[int]) -> list[int] | None:
     return [int(v) for v in pb] + [int(v) for v in pe]  # type: ignore[union-attr]
 
 
+def _native_auto_pad(ctx: LayerContext, win: Window, kernel: list[int], pb: Vec) -> str | None:
+    """ONNX's SAME_UPPER / SAME_LOWER for OpenVINO's same_upper / same_lower over run-time spatial dims in floor mode
+    (Keras' padding="same" on a run-time image size), or None. With every kernel at least its stride and no dilation,
+    both give ceil(in / stride) windows over the same padding, the odd one at the end or the beginning, each pad
+    below the kernel; otherwise (and where the pads are known) the pads are computed as for explicit padding."""
+    if win.auto_pad not in ("same_upper", "same_lower") or _rounding(ctx) != "floor" or Arith.static(pb):
+        return None
+    if any(d != 1 for d in win.dilations) or any(k < s for k, s in zip(kernel, win.strides)):
+        return None
+    return win.auto_pad.upper()
+
+
 def _pad(ctx: LayerContext, ar: Arith, x: ir.Value, pb: Vec, pe: Vec, value: ir.Value | None) -> ir.Value:
     """Explicit Pad of the spatial axes (N and C untouched)."""
     zeros2 = ctx.b.i64([0, 0])
@@ -108,9 +120,10 @@ def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
     _, pb, pe, _, _ = _geometry(ctx, ar, nsp, kernel, win)
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides, "dilations": win.dilations}
     pads = _native_pads(pb, pe, kernel)
+    auto_pad = _native_auto_pad(ctx, win, kernel, pb)
     nout = 2 if want_indices else 1
-    if pads is not None:
-        attrs["pads"] = pads
+    if pads is not None or auto_pad is not None:
+        attrs.update({"pads": pads} if pads is not None else {"auto_pad": auto_pad})
         outs = list(b.op_multi("MaxPool", [x], attrs, outputs=nout))  # type: ignore[arg-type]
     else:
         # Explicit -inf padding; a window holding no input element gives the lowest finite value and index 0.
@@ -200,6 +213,9 @@ def _avg_pool_of(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, ker
     if any(d != 1 for d in win.dilations):
         ctx.require_opset(19, "AveragePool with dilations")
         attrs["dilations"] = win.dilations
+    auto_pad = _native_auto_pad(ctx, win, kernel, pb)
+    if auto_pad is not None:  # floor mode: no window overhangs the padding, so included pads count up to the kernel
+        return b.op("AveragePool", [x], {**attrs, "auto_pad": auto_pad, "count_include_pad": int(not exclude)})
     if exclude:
         return _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, True)
     # Without any padding OpenVINO counts only the input elements of a window (also where it overhangs the end)

@@ -161,20 +161,55 @@ def test_pooling(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
 
 
-@pytest.mark.parametrize("pool", ["max", "avg"])
-def test_floor_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str) -> None:
-    """A run-time height and width in floor mode: one pooling node with the layer's pads, no explicit Pad or mask
-    (PaddlePaddle's CRNN: those took a third of its poolings' time), on inputs whose windows stop short of the end
-    padding and ones that reach into it."""
+NATIVE_FORMS = {  # pooling over run-time spatial dims that stays one ONNX node: (pads_begin, pads_end, auto_pad)
+    "explicit": ([1, 0], [1, 1], "explicit"),  # floor mode: the layer's own pads
+    "same-upper": ([0, 0], [0, 0], "same_upper"),  # Keras' padding="same" on a run-time image size
+    "same-lower": ([0, 0], [0, 0], "same_lower"),
+}
+
+
+@pytest.mark.parametrize("form", list(NATIVE_FORMS))
+@pytest.mark.parametrize("pool", ["max", "max-indices", "avg-incl", "avg-excl"])
+def test_floor_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str, form: str) -> None:
+    """A run-time height and width in floor mode: one pooling node (the layer's pads, or ONNX's SAME_UPPER /
+    SAME_LOWER), no explicit Pad and mask of the windows (PaddlePaddle's CRNN: a third of its poolings' time), on
+    inputs whose windows stop short of the end padding and ones that reach into it."""
+    pb, pe, auto_pad = NATIVE_FORMS[form]
     p = ops1.parameter([-1, 3, -1, -1], F, name="x")
-    y = ops1.max_pool(p, [2, 2], [1, 0], [1, 1], [3, 2], "floor") if pool == "max" else \
-        ops1.avg_pool(p, [2, 2], [1, 0], [1, 1], [3, 2], False, "floor")
+    if pool.startswith("max"):
+        node = ops8.max_pool(p, [2, 2], [1, 1], pb, pe, [3, 2], "floor", auto_pad, "i64")
+        outs = [node.output(0), node.output(1)] if pool == "max-indices" else [node.output(0)]
+    else:
+        outs = [ops1.avg_pool(p, [2, 2], pb, pe, [3, 2], pool == "avg-excl", "floor", auto_pad).output(0)]
+    xml = save_ir(ov.Model(outs, [p]), tmp_path)
+    proto = convert_checked(xml)
+    assert [n.op_type for n in proto.graph.node] == ["MaxPool" if pool.startswith("max") else "AveragePool"]
+    for shape in ((2, 3, 7, 9), (1, 3, 8, 10), (2, 3, 2, 2), (1, 3, 1, 5)):
+        x = rand(shape)
+        if pool == "max-indices" and form != "explicit":  # OpenVINO's CPU plugin pads these wrongly (see below)
+            pads = [_same_pads(n, k, 2, form == "same-upper") for n, k in zip(shape[2:], [3, 2])]
+            want = _np_max_pool(x, [3, 2], [2, 2], [b for b, _ in pads], [e for _, e in pads])
+            for got, expected in zip(run_onnxruntime(proto, {"x": x}), want):
+                np.testing.assert_array_equal(got, expected)
+        else:
+            assert_equivalent(xml, [x], proto=proto)
+
+
+def _same_pads(size: int, kernel: int, stride: int, upper: bool) -> tuple[int, int]:
+    """same_upper / same_lower padding of one axis: ceil(size / stride) windows, the odd pad at the end / start."""
+    total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
+    head = total // 2 if upper else total - total // 2
+    return head, total - head
+
+
+def test_same_pooling_with_a_stride_past_the_kernel(tmp_path: Path) -> None:
+    """same_upper with a kernel below its stride (ONNX's SAME would ask for a negative pad): computed pads."""
+    p = ops1.parameter([-1, 2, -1, -1], F, name="x")
+    y = ops1.max_pool(p, [3, 2], [0, 0], [0, 0], [1, 2], "floor", "same_upper")
     xml = save_ir(ov.Model([y], [p]), tmp_path)
     proto = convert_checked(xml)
-    assert sorted(n.op_type for n in proto.graph.node) == ["MaxPool" if pool == "max" else "AveragePool"]
-    for shape in ((2, 3, 7, 9), (1, 3, 8, 10), (2, 3, 2, 2)):
-        x = rand(shape)
-        assert_equivalent(xml, [x], proto=proto)
+    for shape in ((1, 2, 7, 9), (2, 2, 6, 4), (1, 2, 1, 1)):
+        assert_equivalent(xml, [rand(shape)], proto=proto)
 
 
 def _np_max_pool(x: np.ndarray, k: list[int], s: list[int], pb: list[int], pe: list[int]) -> tuple[np.ndarray, np.ndarray]:
