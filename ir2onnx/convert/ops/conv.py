@@ -100,6 +100,7 @@ def _backprop(ctx: LayerContext, weights: ir.Value, group: int, shape_input: int
         length: Vec = np.asarray(c, np.int64).reshape(-1) if c is not None else \
             b.reshape(b.cast(ctx.inputs[shape_input], ir.DataType.INT64), [-1])
         surplus = ar.sub(ar.add(full, out_pad), length)
+        end: Vec = np.zeros(nsp, np.int64)  # (not read: the output shape decides)
         if explicit:
             begin: Vec = np.asarray(win.pads_begin, np.int64)
         elif win.auto_pad == "valid":
@@ -123,6 +124,14 @@ def _backprop(ctx: LayerContext, weights: ir.Value, group: int, shape_input: int
             if np.any(extra):
                 attrs["output_padding"] = [int(v) for v in extra]
             return b.op("ConvTranspose", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
+    if shape_input is None and np.all(begin >= 0) and np.all(end >= 0) \
+            and np.all(out_pad < np.maximum(s, win.dilations)):  # type: ignore[operator]
+        # without an output shape the length is ONNX's own: s*(n-1) + dk + output_padding - pads, whatever n is (a
+        # run-time height or width keeps the plain node rather than a Slice and a Pad of its output)
+        attrs["pads"] = [int(v) for v in begin] + [int(v) for v in end]  # type: ignore[union-attr]
+        if np.any(out_pad):
+            attrs["output_padding"] = [int(v) for v in out_pad]
+        return b.op("ConvTranspose", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
     y = b.op("ConvTranspose", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
     # window [begin, begin + length) of y (length `full`), zeros outside
     lo = ar.max(begin, 0)

@@ -13,7 +13,7 @@ import pytest
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
 from tests.convert.ops.cases import Case, const, params, run_case
-from tests.utils import convert_checked, save_ir
+from tests.utils import assert_equivalent, convert_checked, save_ir
 
 F, I32, I64 = np.float32, np.int32, np.int64
 RNG = np.random.default_rng(3)
@@ -96,6 +96,24 @@ CASES += [
 @pytest.mark.parametrize("case", params(CASES))
 def test_conv(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize("auto_pad", ["explicit", "same_upper", "same_lower", "valid"])
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRY if g[-1] is None], ids=lambda g: g[0])
+@pytest.mark.parametrize("group", [False, True])
+def test_deconv_over_run_time_dims_is_one_node(tmp_path: Path, geometry: tuple, auto_pad: str, group: bool) -> None:
+    """Without an output shape the length is ONNX's own formula, whatever the run-time height and width: one
+    ConvTranspose with the layer's pads and output_padding, no Slice and Pad of its output."""
+    _, sp, k, s, d, op, pb, pe, _ = geometry
+    p = ops1.parameter([-1, 6 if group else 3, -1, -1], F, name="x")
+    y = ops1.group_convolution_backprop_data(p, w(3, 2, 2, *k), s, None, pb, pe, d, auto_pad, op) if group else \
+        ops1.convolution_backprop_data(p, w(3, 2, *k), s, None, pb, pe, d, auto_pad, op)
+    xml = save_ir(ov.Model([y], [p]), tmp_path)
+    proto = convert_checked(xml)
+    ops = [n.op_type for n in proto.graph.node]
+    assert ops.count("ConvTranspose") == 1 and "Slice" not in ops and "Pad" not in ops, ops
+    for shape in ((2, 6 if group else 3) + sp, (1, 6 if group else 3, sp[0] + 3, sp[1] + 1)):
+        assert_equivalent(xml, [RNG.standard_normal(shape).astype(F)], proto=proto, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("auto_pad", ["explicit", "same_upper", "same_lower", "valid"])
