@@ -78,6 +78,15 @@ def _native_auto_pad(ctx: LayerContext, win: Window, kernel: list[int], pb: Vec)
     return win.auto_pad.upper()
 
 
+def _native_ceil_pads(ctx: LayerContext, win: Window, kernel: list[int]) -> list[int] | None:
+    """The layer's pads for ONNX's ceil_mode=1 where that is OpenVINO's ceil_torch (onnxruntime, like PyTorch, drops
+    a last window that would start in the end padding; its windows may overhang the end padding, and max pooling and
+    averages that exclude padding count only input elements there), or None."""
+    if _rounding(ctx) != "ceil_torch" or win.auto_pad != "explicit":
+        return None
+    return _native_pads(np.asarray(win.pads_begin, np.int64), np.asarray(win.pads_end, np.int64), kernel)
+
+
 def _pad(ctx: LayerContext, ar: Arith, x: ir.Value, pb: Vec, pe: Vec, value: ir.Value | None) -> ir.Value:
     """Explicit Pad of the spatial axes (N and C untouched)."""
     zeros2 = ctx.b.i64([0, 0])
@@ -121,9 +130,15 @@ def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides, "dilations": win.dilations}
     pads = _native_pads(pb, pe, kernel)
     auto_pad = _native_auto_pad(ctx, win, kernel, pb)
+    ceil_pads = _native_ceil_pads(ctx, win, kernel) if pads is None and auto_pad is None else None
     nout = 2 if want_indices else 1
-    if pads is not None or auto_pad is not None:
-        attrs.update({"pads": pads} if pads is not None else {"auto_pad": auto_pad})
+    if pads is not None or auto_pad is not None or ceil_pads is not None:
+        if pads is not None:
+            attrs["pads"] = pads
+        elif auto_pad is not None:
+            attrs["auto_pad"] = auto_pad
+        else:
+            attrs.update(pads=ceil_pads, ceil_mode=1)
         outs = list(b.op_multi("MaxPool", [x], attrs, outputs=nout))  # type: ignore[arg-type]
     else:
         # Explicit -inf padding; a window holding no input element gives the lowest finite value and index 0.
@@ -216,6 +231,10 @@ def _avg_pool_of(ctx: LayerContext, x: ir.Value, dtype: np.dtype, ar: Arith, ker
     auto_pad = _native_auto_pad(ctx, win, kernel, pb)
     if auto_pad is not None:  # floor mode: no window overhangs the padding, so included pads count up to the kernel
         return b.op("AveragePool", [x], {**attrs, "auto_pad": auto_pad, "count_include_pad": int(not exclude)})
+    ceil_pads = _native_ceil_pads(ctx, win, kernel) if exclude else None
+    if ceil_pads is not None and not (Arith.static(pe) and Arith.static(pb)):  # (included padding: OpenVINO counts
+        # the kernel's size where a window overhangs the end padding, onnxruntime the window's part up to its end)
+        return b.op("AveragePool", [x], {**attrs, "pads": ceil_pads, "ceil_mode": 1, "count_include_pad": 0})
     if exclude:
         return _avg_pool(ctx, x, dtype, ar, attrs, kernel, win, dims, pb, pe, out, True)
     # Without any padding OpenVINO counts only the input elements of a window (also where it overhangs the end)
