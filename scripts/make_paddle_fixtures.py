@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import paddle
+from fixture_io import write_fixture
 from paddle import nn
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
@@ -84,15 +85,6 @@ CASES: dict[str, Callable[[], tuple[nn.Layer, list]]] = {
 }
 
 
-def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
-    core = ov.Core()
-    try:
-        compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        return list(compiled.create_infer_request().infer(inputs).values())
-    except RuntimeError as e:
-        return str(e).strip().splitlines()[-1]
-
-
 def main(names: list[str]) -> None:
     for name in names or list(CASES):
         paddle.seed(0)
@@ -105,21 +97,7 @@ def main(names: list[str]) -> None:
             static = paddle.jit.to_static(layer, input_spec=[spec for _, spec in feeds], full_graph=True)
             paddle.jit.save(static, f"{tmp}/model")
             model = ov.convert_model(f"{tmp}/model.pdmodel")
-        out = ROOT / f"paddle_{name}"
-        out.mkdir(parents=True, exist_ok=True)
-        ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
-        np.savez(out / "inputs.npz", **dict(zip([p.get_any_name() for p in model.inputs], inputs)))
-        np.savez(out / "expected.npz", *expected)
-        ref = _openvino(out / "model.xml", inputs)
-        if isinstance(ref, str):
-            agree = f"OpenVINO fails: {ref}"
-        else:
-            agree = "OpenVINO agrees with Paddle" if len(ref) == len(expected) and all(
-                r.shape == e.shape and np.allclose(r, e, rtol=1e-4, atol=1e-5) for r, e in zip(ref, expected)
-            ) else "OpenVINO DIFFERS from Paddle"
-        types = sorted({op.get_type_name() for op in model.get_ordered_ops()} - {"Parameter", "Result", "Constant"})
-        size = sum(f.stat().st_size for f in out.iterdir())
-        print(f"paddle_{name}: {size} bytes; {agree}; {', '.join(types)}")
+        print(f"paddle_{name}: {write_fixture(model, ROOT / f'paddle_{name}', inputs, expected, 'Paddle')}")
 
 
 if __name__ == "__main__":

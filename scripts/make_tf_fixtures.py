@@ -23,6 +23,7 @@ import keras
 import numpy as np
 import openvino as ov
 import tensorflow as tf
+from fixture_io import write_fixture
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 B, T, I, H = 2, 6, 4, 8
@@ -358,34 +359,11 @@ CASES["v1_lstm_cell_sequence_length"] = _v1_rnn(lambda: _v1_cells()["lstm_cell"]
 CASES["v1_gru_cell_sequence_length"] = _v1_rnn(lambda: _v1_cells()["gru_cell"](), lengths=True)
 
 
-def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
-    core = ov.Core()
-    try:
-        compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        return list(compiled.create_infer_request().infer(inputs).values())
-    except RuntimeError as e:
-        return str(e).strip().splitlines()[-1]
-
-
 def main(names: list[str]) -> None:
     for name in names or list(CASES):
         keras.utils.set_random_seed(0)
         model, inputs, expected = CASES[name]()
-        out = ROOT / f"tf_{name}"
-        out.mkdir(parents=True, exist_ok=True)
-        ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
-        keys = [p.get_any_name() for p in model.inputs]
-        np.savez(out / "inputs.npz", **dict(zip(keys, inputs)))
-        np.savez(out / "expected.npz", *expected)  # arr_0, arr_1, ... in the IR's output order
-        size = sum(f.stat().st_size for f in out.iterdir())
-        ref = _openvino(out / "model.xml", inputs)
-        if isinstance(ref, str):
-            agree = f"OpenVINO fails: {ref}"
-        else:
-            agree = "OpenVINO agrees with TensorFlow" if all(
-                r.shape == e.shape and np.allclose(r, e, rtol=1e-4, atol=1e-5) for r, e in zip(ref, expected)
-            ) and len(ref) == len(expected) else "OpenVINO DIFFERS from TensorFlow"
-        print(f"tf_{name}: {size} bytes; {agree}")
+        print(f"tf_{name}: {write_fixture(model, ROOT / f'tf_{name}', inputs, expected, 'TensorFlow')}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import openvino as ov
 import torch
+from fixture_io import write_fixture
 from torch import nn
 
 ROOT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
@@ -146,15 +146,6 @@ CASES: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
 }
 
 
-def _openvino(xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
-    core = ov.Core()
-    try:
-        compiled = core.compile_model(core.read_model(str(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        return list(compiled.create_infer_request().infer(inputs).values())
-    except RuntimeError as e:
-        return str(e).strip().splitlines()[-1]
-
-
 def main(names: list[str]) -> None:
     for name in names or list(CASES):
         torch.manual_seed(0)
@@ -162,22 +153,8 @@ def main(names: list[str]) -> None:
         with torch.no_grad():
             expected = [t.numpy() for t in module(*example)]
         model = ov.convert_model(module, example_input=example)
-        out = ROOT / f"torch_{name}"
-        out.mkdir(parents=True, exist_ok=True)
-        ov.save_model(model, str(out / "model.xml"), compress_to_fp16=False)
         inputs = [t.numpy() for t in example]
-        np.savez(out / "inputs.npz", **dict(zip([p.get_any_name() for p in model.inputs], inputs)))
-        np.savez(out / "expected.npz", *expected)
-        ref = _openvino(out / "model.xml", inputs)
-        if isinstance(ref, str):
-            agree = f"OpenVINO fails: {ref}"
-        else:
-            agree = "OpenVINO agrees with PyTorch" if len(ref) == len(expected) and all(
-                r.shape == e.shape and np.allclose(r, e, rtol=1e-4, atol=1e-5) for r, e in zip(ref, expected)
-            ) else "OpenVINO DIFFERS from PyTorch"
-        types = sorted({op.get_type_name() for op in model.get_ordered_ops()} - {"Parameter", "Result", "Constant"})
-        size = sum(f.stat().st_size for f in out.iterdir())
-        print(f"torch_{name}: {size} bytes; {agree}; {', '.join(types)}")
+        print(f"torch_{name}: {write_fixture(model, ROOT / f'torch_{name}', inputs, expected, 'PyTorch')}")
 
 
 if __name__ == "__main__":
