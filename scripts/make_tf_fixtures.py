@@ -166,6 +166,10 @@ CASES.update({
                                                                       merge_mode="sum")),
     "bidirectional_gru_unmerged": _rnn(lambda: keras.layers.Bidirectional(keras.layers.GRU(H, return_sequences=True),
                                                                           merge_mode=None)),
+    # Dense before the LSTM on a run-time length: the frontend reads the loop's length from the Dense's input
+    "dense_bidirectional_lstm_run_time_length": _rnn(lambda: [
+        keras.layers.Dense(H, activation="relu"),
+        keras.layers.Bidirectional(keras.layers.LSTM(H, return_sequences=True))], shape=(None, I)),
     "conv_lstm_2d": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same", return_sequences=True),
                          shape=(T, 5, 5, 2)),
     "conv_lstm_2d_run_time_length": _rnn(lambda: keras.layers.ConvLSTM2D(3, (3, 3), padding="same",

@@ -39,7 +39,13 @@ from ir2onnx.passes.fuse_rnn_util import (
     replace_node,
     shape_of,
 )
-from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, all_nodes, const_ints, is_default_domain
+from ir2onnx.passes.loop_utils import (
+    BROADCASTING_BINARY,
+    UNARY_ELEMENTWISE,
+    all_nodes,
+    const_ints,
+    is_default_domain,
+)
 from ir2onnx.passes.static_shapes import StaticShapes, transpose_perm
 
 _RECURRENT = ("LSTM", "GRU", "RNN")
@@ -163,8 +169,18 @@ def _shape_element(v: ir.Value, index: int) -> Dim | None:
     """The (value, axis) whose size element `index` of `v` is, when `v` is (a Cast to integers of, or a Gather of
     constant indices from) a Shape."""
     node = v.producer()
-    while node is not None and is_default_domain(node) and node.op_type == "Cast" and attr(node, "to") in _INTS:
-        node = node.inputs[0].producer() if node.inputs[0] is not None else None
+    while node is not None and is_default_domain(node) and node.inputs and node.inputs[0] is not None \
+            and ((node.op_type == "Cast" and attr(node, "to") in _INTS) or _flattens_vector(node)):
+        node = node.inputs[0].producer()
+    if node is not None and is_default_domain(node) and node.op_type == "Concat" and index >= 0:
+        for piece in node.inputs:  # the piece holding element `index`, each piece's length known
+            length = _vector_length(piece)
+            if piece is None or length is None:
+                return None
+            if index < length:
+                return _shape_element(piece, index)
+            index -= length
+        return None
     if node is not None and is_default_domain(node) and node.op_type == "Gather" and attr(node, "axis", 0) == 0 \
             and node.inputs[0] is not None:  # a permutation or selection of a shape (TensorFlow's frontend)
         picked = const_array(input_at(node, 1))
@@ -190,6 +206,39 @@ def _shape_element(v: ir.Value, index: int) -> Dim | None:
     return source, start + index
 
 
+def _flattens_vector(node: ir.Node) -> bool:
+    """A Reshape of a vector to one axis (the converter's [-1] of a computed shape): its elements in order."""
+    target = const_ints(input_at(node, 1)) if node.op_type == "Reshape" else None
+    return target is not None and len(target) == 1 and rank_of(node.inputs[0]) == 1
+
+
+def _vector_length(v: ir.Value | None) -> int | None:
+    """The number of elements of the integer vector v, when known (a constant, a static shape, a Gather of constant
+    indices, a Shape of a value of known rank)."""
+    if v is None:
+        return None
+    c = const_array(v)
+    if c is not None:
+        return int(c.size)
+    shape = StaticShapes()(v)
+    if shape is not None and len(shape) == 1:
+        return shape[0]
+    node = v.producer()
+    if node is None or not is_default_domain(node):
+        return None
+    if node.op_type == "Cast":
+        return _vector_length(node.inputs[0])
+    if node.op_type == "Gather" and (picked := const_array(input_at(node, 1))) is not None and picked.ndim == 1:
+        return int(picked.size)
+    if node.op_type == "Shape" and node.inputs[0] is not None and node.inputs[0].shape is not None:
+        rank = len(node.inputs[0].shape)
+        start, end = int(attr(node, "start", 0)), attr(node, "end")  # type: ignore[arg-type]
+        start = max(0, min(rank, start + rank if start < 0 else start))
+        stop = rank if end is None else max(0, min(rank, int(end) + rank if int(end) < 0 else int(end)))  # type: ignore[arg-type]
+        return max(stop - start, 0)
+    return None
+
+
 def _root(dim: Dim) -> tuple[int, int]:
     v, axis = dim_root(dim)
     return id(v), axis
@@ -201,7 +250,8 @@ DIM_ROOTS = "ir2onnx.dim_roots"  # value meta {axis: (value, axis) of the same s
 def dim_root(dim: Dim) -> Dim:
     """Follow (value, axis) back through ops that keep the size of that axis (moving it for Transpose, Squeeze,
     Unsqueeze, from a recurrent node's outputs to its input, and from a Gather's output to its indices: an embedding
-    lookup's steps are its token ids') to its origin."""
+    lookup's steps are its token ids'; through a MatMul by a matrix, a broadcast against a size of 1, and a Reshape
+    whose target element there is an element of a Shape: a Dense layer's) to its origin."""
     v, axis = dim
     while True:
         known = v.meta.get(DIM_ROOTS, {}).get(axis)
@@ -222,8 +272,14 @@ def _axis_source(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
     """(input value, axis) of `node` that has the size of `axis` of its output `v`, when there is one."""
     if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
         return like, axis  # Reshape(x, Shape(like)): like's dims
+    if node.op_type == "Reshape" and attr(node, "allowzero", 0) and (target := input_at(node, 1)) is not None \
+            and (picked := _shape_element(target, axis)) is not None:
+        return picked  # a target shape whose element there is a dim of another value (Keras' Tensordot: the
+        # MatMul's [B*T, N] back to Concat(Gather(Shape(x), [0, 1]), [N])); a literal 0 stays 0 (allowzero)
     if node.op_type == "Gather":
         return _gather_axis(node, axis)
+    if node.op_type in BROADCASTING_BINARY and len(node.inputs) == 2:
+        return _broadcast_axis(node, v, axis)
     moved = _axis_in_input(node, v, axis)
     return None if moved is None else (node.inputs[0], moved)  # type: ignore[return-value]
 
@@ -252,6 +308,29 @@ def _gather_axis(node: ir.Node, axis: int) -> Dim | None:
     return data, axis - indices_rank + 1
 
 
+def _broadcast_axis(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
+    """The input of a broadcasting binary op that alone gives `axis` of its output its size: the other input is of
+    known shape with no dim there, or 1 (a bias, a scale: Dense's Add of its bias to its MatMul)."""
+    out_rank = rank_of(v)
+    if out_rank is None:
+        return None
+    for this, other in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
+        this_rank, other_shape = rank_of(this), _known_shape(other)
+        if this is None or this_rank is None or other_shape is None:
+            continue
+        at = axis - (out_rank - this_rank)  # the axis in `this`, aligned from the right
+        other_at = axis - (out_rank - len(other_shape))
+        if at >= 0 and (other_at < 0 or other_shape[other_at] == 1):
+            return this, at
+    return None
+
+
+def _known_shape(v: ir.Value | None) -> tuple[int, ...] | None:
+    """v's shape when every dim is known (a constant's, or static)."""
+    c = const_array(v)
+    return tuple(c.shape) if c is not None else StaticShapes()(v)
+
+
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
     """The axis of node's first input that has the size of `axis` of its output `v`, when the node keeps it."""
     op = node.op_type
@@ -259,6 +338,10 @@ def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
         return axis if len(node.inputs) == 1 else None
     if op == "ReverseSequence":  # the input's shape
         return axis
+    if op == "MatMul":  # by a matrix: every axis but the last is the first input's
+        a_rank = rank_of(node.inputs[0])
+        return axis if a_rank is not None and a_rank >= 2 and rank_of(input_at(node, 1)) == 2 \
+            and axis < a_rank - 1 else None
     if op == "Transpose":
         rank = rank_of(v)
         return transpose_perm(node, rank)[axis] if rank is not None and axis < rank else None

@@ -332,7 +332,8 @@ FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gr
              "tf_lstm_states": 1, "tf_gru_no_bias": 1, "tf_lstm_relu_no_bias": 1, "tf_bidirectional_lstm_sum": 2,
              "tf_bidirectional_gru_unmerged": 2, "tf_lstm_seq2seq": 2,
              "tf_keras2_lstm_last_run_time_length": 1, "tf_keras2_gru_run_time_length": 1,
-             "tf_keras2_gru_reset_before": 1, "tf_keras2_lstm_hard_sigmoid": 1, "tf_keras2_gru_hard_sigmoid": 1}
+             "tf_keras2_gru_reset_before": 1, "tf_keras2_lstm_hard_sigmoid": 1, "tf_keras2_gru_hard_sigmoid": 1,
+             "tf_dense_bidirectional_lstm_run_time_length": 2}
 STACKED = {"tf_v1_multi_rnn_cell": 1, "tf_stacked_rnn_cells": 1}  # one loop over stacked cells: its number of loops
 
 
@@ -347,7 +348,10 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
     output TensorList written by Concat(rows before k, row, rows after k); at batch 1 a flattened [1, N] -> [N]
     recurrent product); Keras 2 (tf_keras) layers from a SavedModel (the sequence a sliced Loop input, the last
     output a Result without back edge whose zero-iteration value is empty, GRU(reset_after=False) splitting its
-    recurrent product with a -1 length, hard_sigmoid spelled out as clip(x * 0.2 + 0.5, 0, 1)): fused, equal to OpenVINO and to TensorFlow's outputs."""
+    recurrent product with a -1 length, hard_sigmoid spelled out as clip(x * 0.2 + 0.5, 0, 1)); a Dense layer (Keras'
+    Tensordot: Reshape, MatMul, Reshape back to Concat(Gather(Shape(x)), [N])) before a Bidirectional LSTM on a run-time
+    length, whose loops read their length from the Dense's input: fused, equal to OpenVINO and to TensorFlow's
+    outputs."""
     d = FIXTURES / name
     stored = np.load(d / "inputs.npz")
     inputs = [stored[n] for n in stored.files]
