@@ -195,8 +195,7 @@ def _shape_element(v: ir.Value, index: int) -> Dim | None:
     if rank is None and (start < 0 or index < 0 or (end is not None and int(end) < 0)):  # type: ignore[arg-type]
         return None
     if rank is not None:
-        start = max(0, min(rank, start + rank if start < 0 else start))
-        stop = rank if end is None else max(0, min(rank, int(end) + rank if int(end) < 0 else int(end)))  # type: ignore[arg-type]
+        start, stop = _shape_range(node, rank)
         length = stop - start
         if not -length <= index < length:
             return None
@@ -231,12 +230,17 @@ def _vector_length(v: ir.Value | None) -> int | None:
     if node.op_type == "Gather" and (picked := const_array(input_at(node, 1))) is not None and picked.ndim == 1:
         return int(picked.size)
     if node.op_type == "Shape" and node.inputs[0] is not None and node.inputs[0].shape is not None:
-        rank = len(node.inputs[0].shape)
-        start, end = int(attr(node, "start", 0)), attr(node, "end")  # type: ignore[arg-type]
-        start = max(0, min(rank, start + rank if start < 0 else start))
-        stop = rank if end is None else max(0, min(rank, int(end) + rank if int(end) < 0 else int(end)))  # type: ignore[arg-type]
+        start, stop = _shape_range(node, len(node.inputs[0].shape))
         return max(stop - start, 0)
     return None
+
+
+def _shape_range(node: ir.Node, rank: int) -> tuple[int, int]:
+    """The axes [start, stop) a Shape node reads of a value of `rank` axes (its start and end clamped, as ONNX)."""
+    start, end = int(attr(node, "start", 0)), attr(node, "end")  # type: ignore[arg-type]
+    start = max(0, min(rank, start + rank if start < 0 else start))
+    stop = rank if end is None else max(0, min(rank, int(end) + rank if int(end) < 0 else int(end)))  # type: ignore[arg-type]
+    return start, stop
 
 
 def _root(dim: Dim) -> tuple[int, int]:

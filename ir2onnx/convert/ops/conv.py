@@ -100,7 +100,7 @@ def _backprop(ctx: LayerContext, weights: ir.Value, group: int, shape_input: int
         length: Vec = np.asarray(c, np.int64).reshape(-1) if c is not None else \
             b.reshape(b.cast(ctx.inputs[shape_input], ir.DataType.INT64), [-1])
         surplus = ar.sub(ar.add(full, out_pad), length)
-        end: Vec = np.zeros(nsp, np.int64)  # (not read: the output shape decides)
+        plain: list[int] | None = None  # the output shape decides the pads
         if explicit:
             begin: Vec = np.asarray(win.pads_begin, np.int64)
         elif win.auto_pad == "valid":
@@ -113,6 +113,10 @@ def _backprop(ctx: LayerContext, weights: ir.Value, group: int, shape_input: int
         begin = np.asarray(win.pads_begin if explicit else [0] * nsp, np.int64)
         end = np.asarray(win.pads_end if explicit else [0] * nsp, np.int64)
         length = ar.sub(ar.sub(ar.add(full, out_pad), begin), end)
+        # without an output shape the length is ONNX's own, s*(n-1) + dk + output_padding - pads, whatever n is: the
+        # layer's pads and output_padding as they are (a run-time height or width keeps the plain node)
+        ok = np.all(begin >= 0) and np.all(end >= 0) and np.all(out_pad < np.maximum(s, win.dilations))
+        plain = [int(v) for v in begin] + [int(v) for v in end] if ok else None
     attrs: dict[str, object] = {"strides": win.strides, "dilations": win.dilations}
     if group != 1:
         attrs["group"] = group
@@ -124,11 +128,8 @@ def _backprop(ctx: LayerContext, weights: ir.Value, group: int, shape_input: int
             if np.any(extra):
                 attrs["output_padding"] = [int(v) for v in extra]
             return b.op("ConvTranspose", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
-    if shape_input is None and np.all(begin >= 0) and np.all(end >= 0) \
-            and np.all(out_pad < np.maximum(s, win.dilations)):  # type: ignore[operator]
-        # without an output shape the length is ONNX's own: s*(n-1) + dk + output_padding - pads, whatever n is (a
-        # run-time height or width keeps the plain node rather than a Slice and a Pad of its output)
-        attrs["pads"] = [int(v) for v in begin] + [int(v) for v in end]  # type: ignore[union-attr]
+    if plain is not None:
+        attrs["pads"] = plain
         if np.any(out_pad):
             attrs["output_padding"] = [int(v) for v in out_pad]
         return b.op("ConvTranspose", [ctx.inputs[0], weights], attrs)  # type: ignore[arg-type]
