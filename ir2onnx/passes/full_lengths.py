@@ -212,14 +212,11 @@ def _flattens_vector(node: ir.Node) -> bool:
 
 
 def _vector_length(v: ir.Value | None) -> int | None:
-    """The number of elements of the integer vector v, when known (a constant, a static shape, a Gather of constant
-    indices, a Shape of a value of known rank)."""
+    """The number of elements of the integer vector v, when known (a static shape, a constant's included, a Gather of
+    constant indices, a Shape of a value of known rank)."""
     if v is None:
         return None
-    c = const_array(v)
-    if c is not None:
-        return int(c.size)
-    shape = StaticShapes()(v)
+    shape = StaticShapes()(v)  # a constant's too
     if shape is not None and len(shape) == 1:
         return shape[0]
     node = v.producer()
@@ -319,7 +316,7 @@ def _broadcast_axis(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
     if out_rank is None:
         return None
     for this, other in ((node.inputs[0], node.inputs[1]), (node.inputs[1], node.inputs[0])):
-        this_rank, other_shape = rank_of(this), _known_shape(other)
+        this_rank, other_shape = rank_of(this), StaticShapes()(other)  # a constant's too
         if this is None or this_rank is None or other_shape is None:
             continue
         at = axis - (out_rank - this_rank)  # the axis in `this`, aligned from the right
@@ -327,12 +324,6 @@ def _broadcast_axis(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
         if at >= 0 and (other_at < 0 or other_shape[other_at] == 1):
             return this, at
     return None
-
-
-def _known_shape(v: ir.Value | None) -> tuple[int, ...] | None:
-    """v's shape when every dim is known (a constant's, or static)."""
-    c = const_array(v)
-    return tuple(c.shape) if c is not None else StaticShapes()(v)
 
 
 def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
