@@ -17,6 +17,9 @@ from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.errors import CheckError
 from tests.convert.control_flow.builders import loop_model, ti_accumulate, ti_lstm
 from tests.convert.control_flow.test_framework_fixtures import OPENVINO_FAILS, OPENVINO_WRONG
+from tests.convert.ops.test_conv import GEOMETRY as DECONV_GEOMETRY
+from tests.convert.ops.test_conv import check_deconv_one_node
+from tests.convert.ops.test_pooling import NATIVE_FORMS, check_native_pooling
 from tests.utils import assert_equivalent, convert_checked, count_ops, rng_inputs, save_ir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,6 +88,22 @@ def test_fixtures_on_cuda(name: str, fuse: bool) -> None:
     stored = np.load(d / "inputs.npz")
     assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4, atol=1e-5, run_on="cuda",
                       fuse=fuse, device="cuda")
+
+
+@needs_cuda
+@pytest.mark.parametrize("form", list(NATIVE_FORMS))
+@pytest.mark.parametrize("pool", ["max", "max-indices", "avg-incl", "avg-excl"])
+def test_native_pooling_on_cuda(tmp_path: Path, pool: str, form: str) -> None:
+    """Pooling over run-time image sizes as one ONNX node (the layer's pads, SAME_UPPER / SAME_LOWER, ceil_mode):
+    cuDNN's windows equal OpenVINO's (numpy's where OpenVINO is wrong), like the CPU provider's."""
+    check_native_pooling(tmp_path, pool, form, "cuda")
+
+
+@needs_cuda
+@pytest.mark.parametrize("auto_pad", ["explicit", "same_upper", "same_lower", "valid"])
+@pytest.mark.parametrize("geometry", [g for g in DECONV_GEOMETRY if g[-1] is None], ids=lambda g: g[0])
+def test_deconv_over_run_time_dims_on_cuda(tmp_path: Path, geometry: tuple, auto_pad: str) -> None:
+    check_deconv_one_node(tmp_path, geometry, auto_pad, False, "cuda")
 
 
 @needs_cuda

@@ -102,18 +102,24 @@ def test_conv(tmp_path: Path, case: Case) -> None:
 @pytest.mark.parametrize("geometry", [g for g in GEOMETRY if g[-1] is None], ids=lambda g: g[0])
 @pytest.mark.parametrize("group", [False, True])
 def test_deconv_over_run_time_dims_is_one_node(tmp_path: Path, geometry: tuple, auto_pad: str, group: bool) -> None:
+    check_deconv_one_node(tmp_path, geometry, auto_pad, group, "cpu")
+
+
+def check_deconv_one_node(tmp_path: Path, geometry: tuple, auto_pad: str, group: bool, device: str) -> None:
     """Without an output shape the length is ONNX's own formula, whatever the run-time height and width: one
-    ConvTranspose with the layer's pads and output_padding, no Slice and Pad of its output."""
+    ConvTranspose with the layer's pads and output_padding, no Slice and Pad of its output. `device`: converted
+    for and run on it."""
     _, sp, k, s, d, op, pb, pe, _ = geometry
     p = ops1.parameter([-1, 6 if group else 3, -1, -1], F, name="x")
     y = ops1.group_convolution_backprop_data(p, w(3, 2, 2, *k), s, None, pb, pe, d, auto_pad, op) if group else \
         ops1.convolution_backprop_data(p, w(3, 2, *k), s, None, pb, pe, d, auto_pad, op)
     xml = save_ir(ov.Model([y], [p]), tmp_path)
-    proto = convert_checked(xml)
+    proto = convert_checked(xml, device=device)
     ops = [n.op_type for n in proto.graph.node]
     assert ops.count("ConvTranspose") == 1 and "Slice" not in ops and "Pad" not in ops, ops
     for shape in ((2, 6 if group else 3) + sp, (1, 6 if group else 3, sp[0] + 3, sp[1] + 1)):
-        assert_equivalent(xml, [RNG.standard_normal(shape).astype(F)], proto=proto, rtol=1e-4, atol=1e-5)
+        assert_equivalent(xml, [RNG.standard_normal(shape).astype(F)], proto=proto, rtol=1e-4, atol=1e-5,
+                          run_on=device)
 
 
 @pytest.mark.parametrize("auto_pad", ["explicit", "same_upper", "same_lower", "valid"])

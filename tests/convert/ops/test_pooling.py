@@ -172,11 +172,15 @@ NATIVE_FORMS = {  # pooling over run-time spatial dims as one ONNX node: (pads_b
 @pytest.mark.parametrize("form", list(NATIVE_FORMS))
 @pytest.mark.parametrize("pool", ["max", "max-indices", "avg-incl", "avg-excl"])
 def test_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str, form: str) -> None:
+    check_native_pooling(tmp_path, pool, form, "cpu")
+
+
+def check_native_pooling(tmp_path: Path, pool: str, form: str, device: str) -> None:
     """A run-time height and width: one pooling node (the layer's pads, ONNX's SAME_UPPER / SAME_LOWER or its
     ceil_mode), no explicit Pad and mask of the windows (PaddlePaddle's CRNN: a third of its poolings' time), on
     inputs whose windows stop short of the end padding and ones that reach into it or past it. Averages that count
     padding in ceil mode keep the explicit form (OpenVINO divides a window overhanging the end padding by the
-    kernel's size, onnxruntime by its part up to that end)."""
+    kernel's size, onnxruntime by its part up to that end). `device`: converted for and run on it."""
     pb, pe, auto_pad, rounding = NATIVE_FORMS[form]
     p = ops1.parameter([-1, 3, -1, -1], F, name="x")
     if pool.startswith("max"):
@@ -185,7 +189,7 @@ def test_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str, form: s
     else:
         outs = [ops14.avg_pool(p, [2, 2], pb, pe, [3, 2], pool == "avg-excl", rounding, auto_pad).output(0)]
     xml = save_ir(ov.Model(outs, [p]), tmp_path)
-    proto = convert_checked(xml)
+    proto = convert_checked(xml, device=device)
     ops = [n.op_type for n in proto.graph.node]
     if pool == "avg-incl" and rounding == "ceil_torch":
         assert "Pad" in ops or "Concat" in ops, ops
@@ -196,10 +200,10 @@ def test_pooling_over_run_time_dims_is_native(tmp_path: Path, pool: str, form: s
         if pool == "max-indices" and form.startswith("same"):  # OpenVINO's CPU plugin pads these wrongly (below)
             pads = [_same_pads(n, k, 2, form == "same-upper") for n, k in zip(shape[2:], [3, 2])]
             want = _np_max_pool(x, [3, 2], [2, 2], [b for b, _ in pads], [e for _, e in pads])
-            for got, expected in zip(run_onnxruntime(proto, {"x": x}), want):
+            for got, expected in zip(run_onnxruntime(proto, {"x": x}, device), want):
                 np.testing.assert_array_equal(got, expected)
         else:
-            assert_equivalent(xml, [x], proto=proto)
+            assert_equivalent(xml, [x], proto=proto, run_on=device)
 
 
 def _same_pads(size: int, kernel: int, stride: int, upper: bool) -> tuple[int, int]:
