@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,14 @@ def mark_runtime_dims(v: ir.Value) -> ir.Value:
 
 def has_runtime_dims(v: ir.Value) -> bool:
     return bool(v.meta.get(_RUNTIME_DIMS_META))
+
+
+def physical_memory() -> int:
+    """Bytes of memory the machine has (Linux, macOS); effectively unlimited where the platform does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 62
 
 
 def _items(raw: str) -> list[str]:
@@ -213,6 +222,14 @@ class LayerContext:
         if n < 1:
             raise self.error(f"{name}={n}: it must be at least 1")
         return n
+
+    def check_fits(self, elements: int, what: str, itemsize: int = 4) -> None:
+        """Attributes that size a tensor no run could hold (a pooled grid of 2^40 x 2^40 cells) are refused before
+        anything is built: allocating tables that large does not reliably fail (a machine that overcommits memory
+        hands out the pages and kills the process when they are touched)."""
+        if elements * itemsize > physical_memory():
+            raise self.error(f"converting this layer needs more memory than there is ({what}: {elements} elements "
+                             f"of {itemsize} bytes): check its attributes")
 
     def check_divides(self, given: str, n: int, dim: int | ir.Value | None, what: str) -> None:
         """OpenVINO refuses a static `dim` that `n` (`given`, as the message names it) does not divide; a run-time or

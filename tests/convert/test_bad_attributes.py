@@ -4,6 +4,7 @@ inference narrows an attribute to 32 bits, so an axis of 2^40 passed on reads as
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -136,3 +137,20 @@ def _assert_refused(tmp_path: Path, xml: Path, fragments: list[str]) -> None:
     for fragment in fragments:
         assert fragment in message, message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.bin", "model.xml"]
+
+
+@pytest.mark.parametrize("case", ["roi-pooling", "psroi-pooling"])
+def test_output_past_memory_is_refused_before_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       case: str) -> None:
+    """A machine that overcommits memory does not refuse the tables such attributes ask for; it kills the process
+    when they are touched. So the size is checked against the machine's memory first (here a 1 MiB machine, and a
+    grid that converts on any real one)."""
+    monkeypatch.setattr(importlib.import_module("ir2onnx.convert.context"), "physical_memory", lambda: 1 << 20)
+    rois = ops.constant(np.array([[0, 0, 0, 4, 4]], np.float32))
+    if case == "roi-pooling":
+        xml = _patched_ir(tmp_path, case, ops.roi_pooling(_p([1, 2, 6, 6]), rois, [2, 2], 1.0, "max"),
+                          "output_size", "1024,1024")
+    else:
+        xml = _patched_ir(tmp_path, case, ops.psroi_pooling(_p([1, 8, 6, 6]), rois, 2, 2, 1.0, 1, 1, "average"),
+                          "group_size", "1024")
+    _assert_refused(tmp_path, xml, ["ROIPooling, line", "needs more memory than there is", "check its attributes"])

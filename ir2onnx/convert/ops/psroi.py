@@ -185,6 +185,7 @@ def psroi_pooling(ctx: LayerContext) -> ir.Value:
     bx, by = ctx.attr_int("spatial_bins_x", 1), ctx.attr_int("spatial_bins_y", 1)
     if d < 1 or g < 1 or bx < 1 or by < 1:
         raise ctx.error("output_dim, group_size and spatial_bins_x/y must be positive")
+    ctx.check_fits(d * g * g * bx * by, f"one ROI's {d}x{g}x{g} output over {by}x{bx} bins")
     scale = float(np.float32(ctx.attr_float("spatial_scale")))
     data, rois = _inputs(ctx)
     batch, live = live_rois(b, rois, data)
@@ -207,6 +208,7 @@ def deformable_psroi_pooling(ctx: LayerContext) -> ir.Value:
     trans_std = float(np.float32(ctx.attr_float("trans_std", 1.0)))
     if d < 1 or g < 1 or bx < 1 or by < 1 or part < 1:
         raise ctx.error("output_dim, group_size, part_size and spatial_bins_x/y must be positive")
+    ctx.check_fits(d * g * g * bx * by, f"one ROI's {d}x{g}x{g} output over {by}x{bx} bins")
     scale = float(np.float32(ctx.attr_float("spatial_scale")))
     data, rois = _inputs(ctx)
     batch, live = live_rois(b, rois, data)

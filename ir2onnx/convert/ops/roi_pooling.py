@@ -160,6 +160,7 @@ def roi_pooling(ctx: LayerContext) -> ir.Value:
         raise ctx.error(f"unknown method '{method}'")
     if ph < 1 or pw < 1:
         raise ctx.error(f"output size {ph}x{pw} must be positive")
+    ctx.check_fits(ph * pw, f"one ROI's {ph}x{pw} output of each channel")
     et = ctx.input_type(0)
     data, rois = ctx.float32_input(0), ctx.float32_input(1)
     batch, live = live_rois(b, rois, data)
