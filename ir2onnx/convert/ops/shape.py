@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.convert.builder import onnx_dtype
+from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
+from ir2onnx.convert.ops.layout import shape_value
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ElementType
 
@@ -110,14 +111,43 @@ def reshape(ctx: LayerContext) -> ir.Value:
 
     With special_zero, OpenVINO infers a -1 from the input dims that are not copied; ONNX from the whole size over
     the other output dims, which fails where a copied dim is empty (a PyTorch bidirectional RNN's [0, 0, -1] of
-    [batch, 0 steps, 2, hidden]). So a constant pattern's -1 is written out where those dims are static and the
-    output port agrees. (Where they are not, or the pattern is a run-time value, an empty copied dim still fails in
-    onnxruntime: computing -1 OpenVINO's way there would cost shape arithmetic at every run for that edge case.)"""
+    [batch, 0 steps, 2, hidden], PyTorch's flatten(2) as [0, C, -1] of an empty batch). So a constant pattern's -1
+    is written out where those dims are static and the output port agrees, and otherwise computed OpenVINO's way
+    from the input's shape at run time (a few shape nodes, only for patterns with both a copy and a -1). A run-time
+    pattern is ONNX's Reshape as it is: an empty copied dim fails there in onnxruntime."""
     special_zero = ctx.attr_bool("special_zero", False)
     pattern = ctx.const(1)
     if not special_zero or pattern is None:
         return ctx.b.reshape(ctx.inputs[0], ctx.int64_vector(1), allowzero=not special_zero)
-    return ctx.b.reshape(ctx.inputs[0], _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)]))
+    dims = _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)])
+    rank = ctx.input_rank(0)
+    copied = [i for i, p in enumerate(dims) if p == 0 and i < rank]
+    if dims.count(-1) != 1 or not copied:
+        return ctx.b.reshape(ctx.inputs[0], dims)
+    return ctx.b.reshape(ctx.inputs[0], _runtime_pattern(ctx.b, ctx.inputs[0], dims, copied, rank), allowzero=True)
+
+
+def _runtime_pattern(b: GraphBuilder, x: ir.Value, dims: list[int], copied: list[int], rank: int) -> ir.Value:
+    """The target shape OpenVINO derives from a pattern with copies (0) and a -1: copied dims from x's shape, the -1
+    as the product of x's dims that are not copied over the pattern's other sizes (both may be 0)."""
+    rest = [i for i in range(rank) if i not in copied]
+    if not rest:
+        size = b.i64([1])
+    elif rest == list(range(rest[0], rest[-1] + 1)):
+        size = b.reduce("ReduceProd", b.shape_of(x, rest[0], rest[-1] + 1), [0], True)
+    else:
+        size = b.reduce("ReduceProd", b.op("Gather", [b.shape_of(x), b.i64(rest)], {"axis": 0}), [0], True)
+    known = int(np.prod([p for i, p in enumerate(dims) if i not in copied and p != -1], dtype=np.int64))
+    inferred = size if known == 1 else b.op("Div", [size, b.i64([known])])
+    parts: list[int | ir.Value] = []
+    i = 0
+    while i < len(dims):
+        end = i
+        while end in copied:  # a run of copies: one slice of the shape
+            end += 1
+        parts.append(b.shape_of(x, i, end) if end > i else inferred if dims[i] == -1 else dims[i])
+        i = max(end, i + 1)
+    return shape_value(b, parts)
 
 
 def _inferred_dim(ctx: LayerContext, dims: list[int]) -> list[int]:

@@ -78,6 +78,13 @@ CASES = [
     # an empty copied dim: OpenVINO infers -1 from the other input dims (2 * 8), ONNX could not from the size (0)
     *[Case(f"reshape-special-zero-{steps}-steps", lambda a: ops.reshape(a, const([0, 0, -1], I64), True),
            [((2, -1, 2, 8), F)], values=[np.arange(2 * steps * 16, dtype=F).reshape(2, steps, 2, 8)]) for steps in (0, 3)],
+    # the same over run-time dims: the -1 computed OpenVINO's way from the input's shape (PyTorch's flatten(2) of an
+    # empty batch, copies around the -1, a copy beside a size)
+    *[Case(f"reshape-special-zero-run-time-{tag}", lambda a, t=t: ops.reshape(a, const(t, I64), True),
+           [((-1, -1, -1, -1), F)], values=[np.arange(np.prod(shape), dtype=F).reshape(shape)])
+      for tag, t, shape in [("flatten-empty-batch", [0, 16, -1], (0, 16, 2, 3)), ("flatten", [0, 16, -1], (2, 16, 2, 3)),
+                            ("copy-last-empty", [-1, 0], (3, 0, 2, 2)), ("copies-around", [0, -1, 0], (2, 3, 0, 1)),
+                            ("size-and-copy", [2, 0, -1], (2, 0, 3, 2)), ("size-and-copy-full", [2, 0, -1], (2, 4, 3, 2))]],
     Case("reshape-runtime", lambda a, s: ops.reshape(a, s, False), [X234, ((2,), I64)],
          values=[np.ones((2, 3, 4), F), np.array([6, 4], I64)]),
     Case("squeeze-axes", lambda a: ops.squeeze(a, const([0, -1], I64)), [((1, 3, 1), F)]),
