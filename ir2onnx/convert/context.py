@@ -33,14 +33,32 @@ def set_value_type(v: ir.Value, et: ElementType | None) -> None:
         v.meta[_TYPE_META] = et
 
 
-def mark_runtime_dims(v: ir.Value) -> ir.Value:
-    """The value's dims depend on the data (e.g. the rows NMS selects): the IR's declared dims do not hold."""
-    v.meta[_RUNTIME_DIMS_META] = True
+def mark_runtime_dims(v: ir.Value, axes: Sequence[int] | None = None) -> ir.Value:
+    """The value's dims (`axes` of them, or all) depend on the data (the rows NMS selects, a Loop's iterations): the
+    IR's declared dims there do not hold."""
+    old = v.meta.get(_RUNTIME_DIMS_META)
+    if axes is None or old is True:
+        v.meta[_RUNTIME_DIMS_META] = True
+    else:
+        v.meta[_RUNTIME_DIMS_META] = frozenset(old or ()) | frozenset(axes)
     return v
 
 
 def has_runtime_dims(v: ir.Value) -> bool:
-    return bool(v.meta.get(_RUNTIME_DIMS_META))
+    """Every dim of the value depends on the data."""
+    return v.meta.get(_RUNTIME_DIMS_META) is True
+
+
+def runtime_axes(v: ir.Value) -> frozenset[int]:
+    """The axes marked by mark_runtime_dims(v, axes) (empty where none or all are)."""
+    axes = v.meta.get(_RUNTIME_DIMS_META)
+    return axes if isinstance(axes, frozenset) else frozenset()
+
+
+def copy_runtime_dims(src: ir.Value, dst: ir.Value) -> None:
+    """`dst` (a copy or cast of `src`) has the same run-time dims."""
+    if _RUNTIME_DIMS_META in src.meta:
+        dst.meta[_RUNTIME_DIMS_META] = src.meta[_RUNTIME_DIMS_META]
 
 
 def physical_memory() -> int:

@@ -9,7 +9,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert import registry
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, has_runtime_dims, mark_runtime_dims, set_value_type, value_type
+from ir2onnx.convert.context import LayerContext, copy_runtime_dims, set_value_type, value_type
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
@@ -180,8 +180,7 @@ def body_output(b: GraphBuilder, value: ir.Value, taken: set[ir.Value]) -> ir.Va
     if not b.owns(value) or value in taken:
         copy = b.identity(value)
         set_value_type(copy, value_type(value))
-        if has_runtime_dims(value):
-            mark_runtime_dims(copy)
+        copy_runtime_dims(value, copy)
         value = copy
     taken.add(value)
     return value

@@ -16,7 +16,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
-from ir2onnx.convert.context import has_runtime_dims, mark_runtime_dims, set_value_type, value_type
+from ir2onnx.convert.context import copy_runtime_dims, has_runtime_dims, runtime_axes, set_value_type, value_type
 from ir2onnx.convert.graph import States, Translator, body_output, check_supported, declare_type
 from ir2onnx.convert.ops.state import NEXT_SUFFIX
 from ir2onnx.convert.pre_process import subtract_means
@@ -199,7 +199,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     infer_shapes(out)  # outputs and bodies carry derived, not stale, shapes
     for v, r in zip(outputs, g.results):
         if not has_runtime_dims(v):
-            v.shape = _complete_shape(v.shape, r.inputs[0].dims)
+            v.shape = _complete_shape(v.shape, r.inputs[0].dims, runtime_axes(v))
     layer_map.attach(out, translator.layer_values)
     return out, b.opset_needs
 
@@ -231,19 +231,21 @@ def _cast(b: GraphBuilder, v: ir.Value, et: ElementType) -> ir.Value:
         return v
     out = b.cast(v, onnx_dtype(et))
     set_value_type(out, et)
-    if has_runtime_dims(v):
-        mark_runtime_dims(out)
+    copy_runtime_dims(v, out)
     return out
 
 
-def _complete_shape(inferred: ir.Shape | None, declared: tuple[int | None, ...]) -> ir.Shape:
+def _complete_shape(inferred: ir.Shape | None, declared: tuple[int | None, ...],
+                    runtime: frozenset[int] = frozenset()) -> ir.Shape:
     """Dims ONNX inference could not derive are taken from the IR's (OpenVINO-inferred) output port when the ranks
-    agree; a rank the inference found always wins over the IR's."""
+    agree, except on `runtime` axes (a Loop's concatenation axis over a run-time count of iterations, where Model
+    Optimizer's IRs hold one iteration's size); a rank the inference found always wins over the IR's."""
     if inferred is None:
-        return ir.Shape(list(declared))
+        return ir.Shape([None if a in runtime else d for a, d in enumerate(declared)])
     if len(inferred) != len(declared):
         return inferred
-    dims = [d if isinstance(d, int) or decl is None else decl for d, decl in zip(inferred, declared)]
+    dims = [d if isinstance(d, int) or decl is None or a in runtime else decl
+            for a, (d, decl) in enumerate(zip(inferred, declared))]
     return ir.Shape(dims)
 
 

@@ -83,3 +83,25 @@ def test_refused_as_openvino_refuses(tmp_path: Path, case: str, old: str, new: s
         ir2onnx.convert_file(xml, tmp_path / "out.onnx")
     assert "line " in str(info.value)
     assert not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize(("trip", "body_cond", "stale"), [(None, "true", True), (5, "data", True), (3, "true", False)],
+                         ids=["run-time-count", "data-dependent-stop", "fixed-count"])
+def test_loop_concatenation_size_is_not_taken_from_a_stale_ir(tmp_path: Path, trip: int | None, body_cond: str,
+                                                              stale: bool) -> None:
+    """Model Optimizer wrote one iteration's size on a Loop's concatenated output whose count is known only at run
+    time (an arange Loop of a YOLOv3 IR: `<dim>1</dim>` for 5 values). OpenVINO re-infers it as dynamic; so does
+    the conversion, instead of declaring the stale 1 (onnxruntime then warns of the mismatch at every run). A
+    constant count with a constant-true condition keeps its static size, as OpenVINO infers it."""
+    xml = save_ir(loop_model(trip, True, body_cond=body_cond, limit=40.0), tmp_path)
+    text = xml.read_text()
+    if stale:
+        assert "<dim>-1</dim>" in text
+        xml.write_text(text.replace("<dim>-1</dim>", "<dim>1</dim>"))
+    inputs = [np.arange(6, dtype=np.float32).reshape(2, 3)] + ([np.array(4, np.int64)] if trip is None else [])
+    proto = assert_equivalent(xml, inputs)
+    concat = proto.graph.output[1].type.tensor_type.shape.dim
+    if stale:
+        assert not concat[0].HasField("dim_value"), concat
+    else:
+        assert concat[0].dim_value == 3, concat

@@ -15,7 +15,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, set_value_type, value_type
+from ir2onnx.convert.context import LayerContext, mark_runtime_dims, set_value_type, value_type
 from ir2onnx.convert.graph import body_output, declare_type
 from ir2onnx.convert.ops.control_flow.common import dim, merge_axes, move_axis0_to, reverse_axis
 from ir2onnx.convert.ops.control_flow.port_map import (
@@ -158,16 +158,39 @@ def emit_loop(ctx: LayerContext, plan: PortMapPlan, trip: ir.Value | None, cond:
             dims = ctx.layer.outputs[o.index].dims
             if carried[pos].shape is not None and len(carried[pos].shape) == len(dims):
                 carried[pos].shape = ir.Shape(dims)  # the IR's static dims (a Keras layer's length, for one)
+    fixed = _runs_every_trip(plan, results, bindings, trip, cond)
     for o, y in zip(concat, scans):
         rank = result_rank(o.result)
         if o.entry.stride < 0:
             y = reverse_axis(b, y, 0)
         if rank == 0:  # a scalar body value is concatenated as shape [1]: the stacked [N] is the result
-            result[o.index] = y
+            result[o.index] = y if fixed else mark_runtime_dims(y, [0])
             continue
         axis = ctx.normalize_axis(o.entry.axis or 0, rank)
         result[o.index] = merge_axes(b, move_axis0_to(b, y, axis, rank + 1), axis)
+        if not fixed:  # the IR's size there is not to be trusted (Model Optimizer wrote one iteration's)
+            mark_runtime_dims(result[o.index], [axis])
     return complete_outputs(ctx, result)
+
+
+def _runs_every_trip(plan: PortMapPlan, results: dict[str, ir.Value], bindings: dict[str, ir.Value],
+                     trip: ir.Value | None, cond: ir.Value) -> bool:
+    """The loop runs a constant trip count, whatever the data: a constant count, a constant true initial condition,
+    and a body condition that is constant true or carries that initial one unchanged (OpenVINO's shape inference
+    then gives the concatenated outputs static sizes too)."""
+    if trip is None or trip.const_value is None or not _const_true(cond):
+        return False
+    if plan.condition is None:
+        return True
+    c = results[plan.condition.id]
+    if _const_true(c):
+        return True
+    return any(bindings.get(inp.param.id) is c and inp.back_edge_result is plan.condition
+               for inp in plan.of_kind("merged"))
+
+
+def _const_true(v: ir.Value) -> bool:
+    return v.const_value is not None and bool(np.all(v.const_value.numpy()))
 
 
 def _slice_per_iteration(ctx: LayerContext, cb: GraphBuilder, it: ir.Value, outer: ir.Value,
