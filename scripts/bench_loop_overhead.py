@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -129,8 +130,9 @@ def main() -> None:
     import openvino as ov
 
     print(f"batch {args.batch}, size {args.size}, steps {args.steps[0]} and {args.steps[1]}; per-iteration cost = "
-          f"slope between the two lengths of each model's fastest run in {args.rounds} rounds (a round times every "
-          "model in turn: a shared machine's slower phases then miss none of them in every round)")
+          f"slope between the two lengths' fastest runs within a round, and its ratio to the hand-written model's in "
+          f"that round, each the median of {args.rounds} rounds (a round times every model in turn, so a shared "
+          "machine's phases cancel out of the ratio)")
     variants = ("hand-written", "converted", "converted --no-optimize")
     with tempfile.TemporaryDirectory() as tmp:
         for (kind, label), body in itertools.product((("scan", "TensorIterator -> Scan"), ("loop", "Loop-5 -> Loop")),
@@ -157,15 +159,18 @@ def main() -> None:
                 for _ in range(3):
                     session.run(None, feed)
                 runs[variant, steps] = (session, feed)
-            best = dict.fromkeys(runs, float("inf"))
-            for _ in range(args.rounds):
-                for key, (session, feed) in runs.items():
-                    best[key] = min(best[key], best_s(session, feed, args.repeat))
             lo, hi = args.steps
-            per_iter = {v: (best[v, hi] - best[v, lo]) / (hi - lo) for v in variants}
-            ratios = {v: per_iter[v] / per_iter["hand-written"] for v in variants}
-            for variant, v in per_iter.items():
-                print(f"{label:24s} {body:12s} {variant:26s} {v * 1e6:8.2f} us/iteration   ratio {ratios[variant]:5.2f}")
+            slopes: dict[str, list[float]] = {v: [] for v in variants}
+            ratios: dict[str, list[float]] = {v: [] for v in variants}
+            for _ in range(args.rounds):
+                best = {key: best_s(session, feed, args.repeat) for key, (session, feed) in runs.items()}
+                per_iter = {v: (best[v, hi] - best[v, lo]) / (hi - lo) for v in variants}
+                for v in variants:
+                    slopes[v].append(per_iter[v])
+                    ratios[v].append(per_iter[v] / per_iter["hand-written"])
+            for variant in variants:
+                print(f"{label:24s} {body:12s} {variant:26s} {statistics.median(slopes[variant]) * 1e6:8.2f} "
+                      f"us/iteration   ratio {statistics.median(ratios[variant]):5.2f}")
 
 
 if __name__ == "__main__":
