@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
@@ -105,3 +107,21 @@ def test_loop_concatenation_size_is_not_taken_from_a_stale_ir(tmp_path: Path, tr
         assert not concat[0].HasField("dim_value"), concat
     else:
         assert concat[0].dim_value == 3, concat
+
+
+def test_loop_with_its_condition_carried_unchanged_keeps_its_size(tmp_path: Path) -> None:
+    """A constant trip count whose body condition is the initial (constant true) one carried through a back edge, as
+    an arange Loop of a YOLOv3 IR has it: every trip runs, so the concatenated size is static, as OpenVINO infers."""
+    start = ops.parameter([], np.int32, name="start")
+    cond_in, prev = ops.parameter([], np.bool_), ops.parameter([], np.int32)
+    r_cond, r_next = ops.result(cond_in), ops.result(ops.add(prev, ops.constant(np.int32(2))))
+    r_y = ops.result(ops.unsqueeze(prev, ops.constant(np.int64(0))))
+    loop = ops.loop(ops.constant(np.int64(5)), ops.constant(True))
+    loop.set_function(ov.Model([r_cond, r_next, r_y], [cond_in, prev]))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_merged_input(cond_in, ops.constant(True).output(0), r_cond.output(0))
+    loop.set_merged_input(prev, start.output(0), r_next.output(0))
+    y = loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)
+    xml = save_ir(ov.Model([y], [start]), tmp_path)
+    proto = assert_equivalent(xml, [np.array(3, np.int32)])
+    assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_value == 5
