@@ -122,8 +122,9 @@ def reshape(ctx: LayerContext) -> ir.Value:
     dims = _inferred_dim(ctx, [int(p) for p in pattern.reshape(-1)])
     rank = ctx.input_rank(0)
     copied = [i for i, p in enumerate(dims) if p == 0 and i < rank]
-    if dims.count(-1) != 1 or not copied:
-        return ctx.b.reshape(ctx.inputs[0], dims)
+    known = ctx.input_dims(0) if ctx.b.parent is None else None  # (a body's declared dims may be stale)
+    if dims.count(-1) != 1 or not copied or (known is not None and all(i < len(known) and (known[i] or 0) > 0 for i in copied)):
+        return ctx.b.reshape(ctx.inputs[0], dims)  # no copied dim can be empty: ONNX's -1 is OpenVINO's
     return ctx.b.reshape(ctx.inputs[0], _runtime_pattern(ctx.b, ctx.inputs[0], dims, copied, rank), allowzero=True)
 
 

@@ -85,6 +85,8 @@ CASES = [
       for tag, t, shape in [("flatten-empty-batch", [0, 16, -1], (0, 16, 2, 3)), ("flatten", [0, 16, -1], (2, 16, 2, 3)),
                             ("copy-last-empty", [-1, 0], (3, 0, 2, 2)), ("copies-around", [0, -1, 0], (2, 3, 0, 1)),
                             ("size-and-copy", [2, 0, -1], (2, 0, 3, 2)), ("size-and-copy-full", [2, 0, -1], (2, 4, 3, 2))]],
+    Case("reshape-special-zero-static-copy", lambda a: ops.reshape(a, const([0, 16, -1], I64), True),
+         [((1, 16, -1, -1), F)], values=[np.arange(16 * 6, dtype=F).reshape(1, 16, 2, 3)]),
     Case("reshape-runtime", lambda a, s: ops.reshape(a, s, False), [X234, ((2,), I64)],
          values=[np.ones((2, 3, 4), F), np.array([6, 4], I64)]),
     Case("squeeze-axes", lambda a: ops.squeeze(a, const([0, -1], I64)), [((1, 3, 1), F)]),
