@@ -17,6 +17,7 @@ import pytest
 
 from tests.convert.ops.cases import Case, const, params, run_case
 from tests.convert.ops.reference import run_against_numpy
+from tests.utils import assert_equivalent, save_ir
 
 F, F16, I32, I64, B = np.float32, np.float16, np.int32, np.int64, np.bool_
 X234 = ((2, 3, 4), F)
@@ -216,6 +217,18 @@ CASES = [
 @pytest.mark.parametrize("case", params(CASES))
 def test_shape_ops(tmp_path: Path, case: Case) -> None:
     run_case(case, tmp_path)
+
+
+@pytest.mark.parametrize(("batch", "ops_expected"), [(1, ["Reshape"]),
+                                                     (-1, ["Concat", "Div", "ReduceProd", "Reshape", "Shape", "Shape"])])
+def test_reshape_computes_its_minus_one_only_where_a_copy_may_be_empty(tmp_path: Path, batch: int,
+                                                                      ops_expected: list[str]) -> None:
+    """[0, 16, -1] of [batch, 16, ?, ?]: a batch the IR declares positive cannot be empty, so ONNX's own -1 is
+    OpenVINO's (one Reshape); a run-time batch may be 0, so the -1 is computed OpenVINO's way."""
+    x = ops.parameter([batch, 16, -1, -1], np.float32, name="x")
+    xml = save_ir(ov.Model([ops.reshape(x, const([0, 16, -1], np.int64), True)], [x]), tmp_path)
+    proto = assert_equivalent(xml, [np.arange(16 * 6, dtype=np.float32).reshape(1, 16, 2, 3)])
+    assert sorted(n.op_type for n in proto.graph.node) == ops_expected
 
 
 GATHER_AXIS_INPUT = [
