@@ -36,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import openvino as ov
@@ -217,6 +217,72 @@ def _keras_loop(kind: str, x_tm: Any, zeros: Any, steps: int, inputs: int, hidde
     return loop.get_iter_value(r_buf.output(0), -1)
 
 
+def _keras2_gru_cell(rng: np.random.Generator, x: Any, h: Any, inputs: int, hidden: int) -> Any:
+    """tf_keras' GRUCell (reset_after) as the TensorFlow frontend writes it (tests/fixtures/tf_keras2_gru_*): the
+    input and recurrent products each split in three, 1 - z as a Subtract."""
+    H = hidden
+    one = ops.constant(np.int32(1))
+    xz, xr, xn = ops.split(ops.add(ops.matmul(x, ops.constant(_w(rng, 3 * H, inputs)), False, True),
+                                   ops.constant(_w(rng, 1, 3 * H))), one, 3).outputs()
+    hz, hr, hn = ops.split(ops.add(ops.matmul(h, ops.constant(_w(rng, 3 * H, H)), False, True),
+                                   ops.constant(_w(rng, 1, 3 * H))), one, 3).outputs()
+    z = ops.sigmoid(ops.add(xz, hz))
+    r = ops.sigmoid(ops.add(xr, hr))
+    n = ops.tanh(ops.add(xn, ops.multiply(r, hn)))
+    return ops.add(ops.multiply(z, h), ops.multiply(ops.subtract(ops.constant(np.ones((1, 1), np.float32)), z), n))
+
+
+def _keras2_loop(kind: str, x_tm: Any, zeros: Any, inputs: int, hidden: int, seed: int, last: bool = False) -> Any:
+    """tf_keras' (Keras 2) while loop as the TensorFlow frontend converts it (tests/fixtures/tf_keras2_*): a Loop of
+    trip count -1 run while 0 < steps, the time step sliced by the Loop itself, `t + 1 < steps` as the condition,
+    the time and loop counters carried; the new h as a concatenated output (`last`: its last value)."""
+    rng = np.random.default_rng(seed)
+    i32 = np.int32
+    counter, t, bh = ops.parameter([], i32), ops.parameter([], i32), ops.parameter([-1, hidden], np.float32)
+    bc = ops.parameter([-1, hidden], np.float32) if kind == "lstm" else None
+    steps, xs = ops.parameter([], i32), ops.parameter([1, -1, inputs], np.float32)
+    one, zero1 = ops.constant(i32(1)), ops.constant(np.array([0], np.int64))
+    t_next = ops.add(t, one)
+    x = ops.squeeze(xs, zero1)
+    new = _keras_cell("lstm", rng, x, bh, bc, inputs, hidden) if kind == "lstm" else \
+        [_keras2_gru_cell(rng, x, bh, inputs, hidden)]
+    r_cond, r_counter, r_t = ops.result(ops.less(t_next, steps)), ops.result(ops.add(counter, one)), ops.result(t_next)
+    r_states = [ops.result(v) for v in new]
+    r_y = ops.result(ops.unsqueeze(new[0], zero1))
+    params = [counter, t, bh] + ([bc] if bc is not None else []) + [steps, xs]
+    n_steps = ops.gather(ops.shape_of(x_tm, "i32"), ops.constant(np.int64(0)), ops.constant(np.int64(0)))
+    loop = ops.loop(ops.constant(i32(-1)), ops.less(ops.constant(i32(0)), n_steps))
+    loop.set_function(ov.Model([r_counter, r_t, *r_states, r_y, r_cond], params))
+    loop.set_special_body_ports([-1, len(r_states) + 3])
+    loop.set_merged_input(counter, ops.constant(i32(0)).output(0), r_counter.output(0))
+    loop.set_merged_input(t, ops.constant(i32(0)).output(0), r_t.output(0))
+    for p, r in zip(params[2:], r_states):
+        loop.set_merged_input(p, zeros.output(0), r.output(0))
+    loop.set_invariant_input(steps, n_steps.output(0))
+    loop.set_sliced_input(xs, x_tm.output(0), 0, 1, 1, -1, 0)
+    if last:
+        y = loop.get_iter_value(r_y.output(0), -1)
+        return ops.strided_slice(y, np.array([0], i32), np.array([1], i32), np.array([1], i32), [0], [0], [], [1])
+    return loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)
+
+
+def keras2_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
+    """tf_keras (Keras 2) GRU / LSTM (return_sequences) and GRU / LSTM / bidirectional LSTM returning their last
+    output only (gru_last, lstm_last, bilstm_last), as the TensorFlow frontend converts them. OpenVINO runs these
+    loops faster than Keras 3's (no Gather and TensorList buffer per step)."""
+    X = ops.parameter([-1, steps, inputs], np.float32, name="input_1")
+    batch = ops.gather(ops.shape_of(X, "i32"), ops.constant(np.array([0], np.int64)), ops.constant(np.int64(0)))
+    zeros = ops.broadcast(ops.constant(np.float32(0)), ops.concat([batch, ops.constant(np.array([hidden], np.int32))], 0))
+    perm = ops.constant(np.array([1, 0, 2], np.int32))
+    cell = "gru" if kind.startswith("gru") else "lstm"
+    last = kind.endswith("_last")
+    y = _keras2_loop(cell, ops.transpose(X, perm), zeros, inputs, hidden, 0, last)
+    if kind == "bilstm_last":
+        y_b = _keras2_loop(cell, ops.transpose(_reverse_v2(X), perm), zeros, inputs, hidden, 1, last)
+        y = ops.concat([y, y_b], -1)
+    return ov.Model([y if last else ops.transpose(y, perm)], [X])
+
+
 def keras_layer(kind: str, steps: int, inputs: int, hidden: int) -> ov.Model:
     """Keras LSTM / GRU / bidirectional LSTM / two LSTM layers / LSTM behind a Masking layer (return_sequences) and
     LSTM / GRU / bidirectional LSTM returning their last output only (lstm_last, gru_last, bilstm_last) as the
@@ -314,14 +380,17 @@ def generic_loop(steps: int, batch: int, width: int) -> ov.Model:
 
 
 def check_keras_form() -> None:
-    """The rebuilt Keras loops have the same body ops as the TensorFlow frontend's (tests/fixtures/rnn_keras_*)."""
+    """The rebuilt Keras loops have the same body ops as the TensorFlow frontend's (tests/fixtures/rnn_keras_*,
+    tf_keras2_*)."""
     core = ov.Core()
-    for kind, fixture in (("lstm", "rnn_keras_lstm"), ("gru", "rnn_keras_gru"), ("masking", "tf_lstm_masking"),
-                          ("lstm_last", "tf_lstm_last")):
+    for build, kind, fixture in ((keras_layer, "lstm", "rnn_keras_lstm"), (keras_layer, "gru", "rnn_keras_gru"),
+                                 (keras_layer, "masking", "tf_lstm_masking"), (keras_layer, "lstm_last", "tf_lstm_last"),
+                                 (keras2_layer, "gru", "tf_keras2_gru_run_time_length"),
+                                 (keras2_layer, "lstm_last", "tf_keras2_lstm_last_run_time_length")):
         path = FIXTURES / fixture / "model.xml"
         if not path.exists():
             continue
-        ours, theirs = keras_layer(kind, 5, 4, 8), core.read_model(str(path))
+        ours, theirs = build(kind, 5, 4, 8), core.read_model(str(path))
         if _body_ops(ours) != _body_ops(theirs):
             raise SystemExit(f"the rebuilt Keras {kind} differs from the frontend's: {_body_ops(ours)} vs "
                              f"{_body_ops(theirs)}")
@@ -356,6 +425,41 @@ def _body_ops(model: ov.Model) -> collections.Counter[str]:
             count.update(o.get_type_name() for o in op.get_function().get_ordered_ops()
                          if o.get_type_name() != "Constant")
     return count
+
+
+def products_model(cell: str, batch: int, steps: int, inputs: int, hidden: int, directions: int) -> Any:
+    """A recurrent layer's matrix products alone, as onnxruntime runs them: the input projection of all steps (a
+    MatMul per direction, of x [batch, steps, inputs] transposed to time-major) and a Scan whose step is one Gemm per
+    direction, h_t = (h_{t-1} R^T + x_t W^T)[:, :hidden] (the Slice keeps the state's size). An exact translation
+    computes these products and the gate arithmetic besides, on the same kernels: this model's time is a floor for
+    it (`--floor`)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[cell]
+    f32 = TensorProto.FLOAT
+    nodes = [helper.make_node("Transpose", ["x"], ["x_tm"], perm=[1, 0, 2])]
+    body_nodes, inits, body_in, body_out, states, scanned = [], [], [], [], [], []
+    for d in range(directions):
+        inits += [numpy_helper.from_array(_w(rng, inputs, gates * hidden), f"W{d}"),
+                  numpy_helper.from_array(_w(rng, hidden, gates * hidden), f"R{d}"),
+                  numpy_helper.from_array(np.zeros((batch, hidden), np.float32), f"h0_{d}")]
+        nodes.append(helper.make_node("MatMul", ["x_tm", f"W{d}"], [f"xw{d}"]))
+        body_nodes += [helper.make_node("Gemm", [f"h{d}", f"R{d}", f"x{d}"], [f"g{d}"]),
+                       helper.make_node("Slice", [f"g{d}", "zero", "width", "one"], [f"h{d}_next"])]
+        body_in.append(helper.make_tensor_value_info(f"h{d}", f32, [batch, hidden]))
+        body_out.append(helper.make_tensor_value_info(f"h{d}_next", f32, [batch, hidden]))
+        states.append(f"h0_{d}")
+        scanned.append(f"xw{d}")
+    body_in += [helper.make_tensor_value_info(f"x{d}", f32, [batch, gates * hidden]) for d in range(directions)]
+    inits += [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("zero", 0), ("width", hidden),
+                                                                                ("one", 1))]
+    body = helper.make_graph(body_nodes, "step", body_in, body_out)
+    outs = [f"h{d}_last" for d in range(directions)]
+    nodes.append(helper.make_node("Scan", states + scanned, outs, body=body, num_scan_inputs=directions))
+    graph = helper.make_graph(nodes, "products", [helper.make_tensor_value_info("x", f32, [batch, steps, inputs])],
+                              [helper.make_tensor_value_info(o, f32, [batch, hidden]) for o in outs], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 # ---- timing
@@ -404,7 +508,8 @@ def ort_session(proto: Any, threads: int, device: str = "cpu") -> Any:
         raise SystemExit(f"--device {device}: {e}") from None
 
 
-def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argparse.Namespace, d: Path) -> None:
+def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argparse.Namespace, d: Path,
+          layer: tuple[str, int, int, int] | None = None) -> None:
     if isinstance(model, Path):  # an IR as it is (an IR v10 stays one)
         xml = model
     else:
@@ -452,9 +557,17 @@ def bench(name: str, model: ov.Model | Path, feed: list[np.ndarray], args: argpa
     makers: dict[str, Callable[[], Callable[[], object]]] = {"openvino": openvino}
     for k, (proto, names, _, _) in runs.items():
         makers[k] = lambda p=proto, n=names: onnxruntime(p, n)
+    if layer is not None:  # the layer's matrix products alone (products_model), fed the layer's input
+        products = products_model(layer[0], *feed[0].shape[:2], *layer[1:])
+
+        def floor_runner() -> Callable[[], object]:
+            session = ort_session(products, args.threads, args.device)
+            return lambda: session.run(None, {"x": feed[0]})
+        makers["floor"] = floor_runner
     t, ratio = timed_rounds(makers, args)
+    floor = f" {t['floor']:>9.2f} {ratio['floor']:>9.2f}" if "floor" in t else ""
     print(f"{name:<58} {t['openvino']:>9.2f} {t['fused']:>9.2f} {t['loop']:>9.2f} {ratio['fused']:>9.2f} "
-          f"{ratio['loop']:>9.2f} {ratio['fused/loop']:>10.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}",
+          f"{ratio['loop']:>9.2f} {ratio['fused/loop']:>10.2f} {runs['fused'][3]:>8} {runs['fused'][2]:>9.1e}{floor}",
           flush=True)
 
 
@@ -478,31 +591,51 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true",
                     help="other sizes instead: Keras layers, TensorIterator LSTMs and PyTorch layers at other "
                          "input/hidden sizes and lengths")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time each recurrent layer's matrix products alone in onnxruntime (the input "
+                         "projection and one Gemm per step and direction, no gate arithmetic): a floor for any "
+                         "exact translation; columns floor (ms) and floor/ov")
+    ap.add_argument("--layer", help="with --ir and --floor: the IR's layer as CELL:INPUT:HIDDEN[:DIRECTIONS], e.g. "
+                                    "gru:128:256 (its input the IR's first, [batch, steps, input])")
     args = ap.parse_args()
     check_keras_form()
     check_torch_form()
     print(f"threads={args.threads}; onnxruntime on {args.device}; times: medians of {args.rounds} blocks in ms; "
           "ratios: onnxruntime / OpenVINO and fused / loop (the fuse=False conversion), medians over the rounds")
     print(f"{'network':<58} {'openvino':>9} {'fused':>9} {'loop':>9} {'fused/ov':>9} {'loop/ov':>9} "
-          f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}")
+          f"{'fused/loop':>10} {'fused as':>8} {'max err':>9}" + (f" {'floor':>9} {'floor/ov':>9}" if args.floor else ""))
     rng = np.random.default_rng(1)
 
     def f32(*shape: int) -> np.ndarray:
         return rng.standard_normal(shape).astype(np.float32)
 
-    cases = ir_case(args.ir, args.shape) if args.ir else sweep_cases(f32) if args.sweep else \
+    layer = None
+    if args.layer:
+        cell, *sizes = args.layer.split(":")
+        layer = (cell, int(sizes[0]), int(sizes[1]), int(sizes[2]) if len(sizes) > 2 else 1)
+    cases = ir_case(args.ir, args.shape, layer) if args.ir else sweep_cases(f32) if args.sweep else \
         default_cases(f32, args.quick)
-    for name, make, feed in cases:
-        if not re.search(args.only, name):
+    for case in cases:
+        if not re.search(args.only, case.name):
             continue
         with tempfile.TemporaryDirectory() as d:
-            bench(name, make(), feed(), args, Path(d))
+            bench(case.name, case.make(), case.feed(), args, Path(d), case.layer if args.floor else None)
 
 
-Case = tuple[str, Callable[[], ov.Model | Path], Callable[[], list[np.ndarray]]]
+def _layer(kind: str, inputs: int, hidden: int) -> tuple[str, int, int, int]:
+    """The --floor layer of a Keras case `kind` (keras_layer, keras2_layer; for two layers, the first's)."""
+    cell = "gru" if kind.startswith("gru") else "lstm"
+    return cell, inputs, hidden, 2 if kind.startswith("bi") else 1
 
 
-def ir_case(xml: Path, shapes: list[str]) -> list[Case]:
+class Case(NamedTuple):
+    name: str
+    make: Callable[[], ov.Model | Path]
+    feed: Callable[[], list[np.ndarray]]
+    layer: tuple[str, int, int, int] | None = None  # cell, input size, hidden size, directions: for --floor
+
+
+def ir_case(xml: Path, shapes: list[str], layer: tuple[str, int, int, int] | None) -> list[Case]:
     """The IR at `xml`, fed random values of the given shapes (or of its inputs' static shapes)."""
     model = ov.Core().read_model(str(xml))
     rng = np.random.default_rng(2)
@@ -517,7 +650,7 @@ def ir_case(xml: Path, shapes: list[str]) -> list[Case]:
         dtype = port.get_element_type().to_dtype()
         feed.append(rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
                     else rng.integers(0, 4, shape).astype(dtype))
-    return [(str(xml), lambda: xml, lambda: feed)]
+    return [Case(str(xml), lambda: xml, lambda: feed, layer)]
 
 
 def sweep_cases(f32: Callable[..., np.ndarray]) -> list[Case]:
@@ -526,17 +659,18 @@ def sweep_cases(f32: Callable[..., np.ndarray]) -> list[Case]:
     for i, h, t in ((64, 64, 50), (128, 128, 100), (40, 256, 200), (256, 512, 50)):
         for kind in ("lstm", "gru", "bilstm", "lstm_last", "gru_last"):
             for b in (1, 16):
-                cases.append((f"Keras {kind} {i}/{h} T={t} B={b}", lambda k=kind, i=i, h=h, t=t: keras_layer(k, t, i, h),
-                              lambda b=b, i=i, t=t: [f32(b, t, i)]))
+                cases.append(Case(f"Keras {kind} {i}/{h} T={t} B={b}",
+                                  lambda k=kind, i=i, h=h, t=t: keras_layer(k, t, i, h),
+                                  lambda b=b, i=i, t=t: [f32(b, t, i)], _layer(kind, i, h)))
     for i, h, t in ((64, 64, 50), (128, 128, 100), (40, 256, 200), (256, 512, 50), (512, 256, 300)):
         for b in (1, 16):
-            cases.append((f"TI LSTMCell {i}/{h} T={t} B={b}", lambda i=i, h=h, t=t, b=b: ti_cell("lstm", t, b, i, h),
-                          lambda b=b, i=i, h=h, t=t: [f32(b, t, i), f32(b, h), f32(b, h)]))
+            cases.append(Case(f"TI LSTMCell {i}/{h} T={t} B={b}", lambda i=i, h=h, t=t, b=b: ti_cell("lstm", t, b, i, h),
+                              lambda b=b, i=i, h=h, t=t: [f32(b, t, i), f32(b, h), f32(b, h)], ("lstm", i, h, 1)))
     for i, h in ((64, 64), (128, 128), (40, 256), (256, 512)):
         for kind in ("lstm", "gru", "rnn"):
             for b in (1, 16):
-                cases.append((f"PyTorch {kind} {i}/{h} T=100 B={b}", lambda k=kind, i=i, h=h: torch_layer(k, i, h),
-                              lambda b=b, i=i: [f32(b, 100, i)]))
+                cases.append(Case(f"PyTorch {kind} {i}/{h} T=100 B={b}", lambda k=kind, i=i, h=h: torch_layer(k, i, h),
+                                  lambda b=b, i=i: [f32(b, 100, i)], (kind, i, h, 1)))
     return cases
 
 
@@ -544,40 +678,48 @@ def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
     cases: list[Case] = []
     for steps in ((100,) if quick else (25, 100, 1000)):
         for batch in (1, 16):
-            cases.append((f"TI LSTMCell 512/256 T={steps} B={batch}", lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
-                          lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
+            cases.append(Case(f"TI LSTMCell 512/256 T={steps} B={batch}",
+                              lambda s=steps, b=batch: ti_cell("lstm", s, b, 512, 256),
+                              lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)],
+                              ("lstm", 512, 256, 1)))
     for steps, batch in ((4, 1), (16, 1), (4, 16)):
-        cases.append((f"TI LSTMCell LowLatency2 512/256 T={steps} B={batch}",
+        cases.append(Case(f"TI LSTMCell LowLatency2 512/256 T={steps} B={batch}",
                       lambda s=steps, b=batch: streaming(s, b, 512, 256),
                       lambda s=steps, b=batch: [f32(b, s, 512), f32(b, 256), f32(b, 256)]))
     for batch in (1, 16):
-        cases.append((f"TI LSTMCell + projections 512/256 T=100 B={batch}",
+        cases.append(Case(f"TI LSTMCell + projections 512/256 T=100 B={batch}",
                       lambda b=batch: ti_cell("lstm", 100, b, 512, 256, extra=True),
                       lambda b=batch: [f32(b, 100, 512), f32(b, 256), f32(b, 256)]))
     for batch in (1, 16):
-        cases.append((f"TI 2 stacked LSTMCells 512/256 T=100 B={batch}", lambda b=batch: ti_stacked(100, b, 512, 256),
+        cases.append(Case(f"TI 2 stacked LSTMCells 512/256 T=100 B={batch}", lambda b=batch: ti_stacked(100, b, 512, 256),
                        lambda b=batch: [f32(b, 100, 512)]))
     for kind in ("gru", "rnn"):
         for batch in (1, 16):
-            cases.append((f"TI {kind.upper()}Cell 512/256 T=100 B={batch}", lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),
-                          lambda b=batch: [f32(b, 100, 512), f32(b, 256)]))
+            cases.append(Case(f"TI {kind.upper()}Cell 512/256 T=100 B={batch}",
+                              lambda k=kind, b=batch: ti_cell(k, 100, b, 512, 256),
+                              lambda b=batch: [f32(b, 100, 512), f32(b, 256)], (kind, 512, 256, 1)))
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("bilstm", "bidirectional LSTM"), ("lstm2", "2 LSTM layers"),
                         ("masking", "Masking + LSTM"), ("lstm_last", "LSTM (last output)"),
                         ("gru_last", "GRU (last output)"), ("bilstm_last", "bidirectional LSTM (last output)")):
         for batch in (1, 16):
-            cases.append((f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
-                          lambda b=batch: [f32(b, 100, 128)]))
+            cases.append(Case(f"Keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras_layer(k, 100, 128, 256),
+                              lambda b=batch: [f32(b, 100, 128)], _layer(kind, 128, 256)))
+    for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("lstm_last", "LSTM (last output)"),
+                        ("gru_last", "GRU (last output)"), ("bilstm_last", "bidirectional LSTM (last output)")):
+        for batch in (1, 16):
+            cases.append(Case(f"Keras 2 {label} 128/256 T=100 B={batch}", lambda k=kind: keras2_layer(k, 100, 128, 256),
+                              lambda b=batch: [f32(b, 100, 128)], _layer(kind, 128, 256)))
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("rnn", "RNN")):
         for batch in (1, 16):
-            cases.append((f"PyTorch {label} 512/256 T=100 B={batch}", lambda k=kind: torch_layer(k, 512, 256),
-                          lambda b=batch: [f32(b, 100, 512)]))
+            cases.append(Case(f"PyTorch {label} 512/256 T=100 B={batch}", lambda k=kind: torch_layer(k, 512, 256),
+                              lambda b=batch: [f32(b, 100, 512)], (kind, 512, 256, 1)))
     for kind, label, lengths in (("lstm", "LSTM", False), ("gru", "GRU", False), ("lstm", "LSTM + lengths", True)):
         for batch in (1, 16):
-            cases.append((f"PyTorch {label} as TI 512/256 T=100 B={batch}",
+            cases.append(Case(f"PyTorch {label} as TI 512/256 T=100 B={batch}",
                           lambda k=kind, n=lengths: torch_layer(k, 512, 256, as_ti=True, lengths_input=n),
                           lambda b=batch, n=lengths: [f32(b, 100, 512)] + ([np.full(b, 100, np.int32)] if n else [])))
     for batch in (1, 16):
-        cases.append((f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
+        cases.append(Case(f"Loop generic body 256 T=100 B={batch}", lambda b=batch: generic_loop(100, b, 256),
                       lambda b=batch: [f32(100, b, 256), f32(b, 256)]))
     return cases
 
