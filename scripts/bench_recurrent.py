@@ -595,9 +595,10 @@ def main() -> None:
                     help="also time each recurrent layer's matrix products alone in onnxruntime (the input "
                          "projection and one Gemm per step and direction, no gate arithmetic): a floor for any "
                          "exact translation; columns floor (ms) and floor/ov")
-    ap.add_argument("--layer", help="with --ir and --floor: the IR's layer as CELL:INPUT:HIDDEN[:DIRECTIONS], e.g. "
-                                    "gru:128:256 (its input the IR's first, [batch, steps, input])")
+    ap.add_argument("--layer", help="with --ir: the IR's layer as CELL:INPUT:HIDDEN[:DIRECTIONS], e.g. gru:128:256 "
+                                    "(its input the IR's first, [batch, steps, input]), timed as --floor does")
     args = ap.parse_args()
+    args.floor = args.floor or bool(args.layer)
     check_keras_form()
     check_torch_form()
     print(f"threads={args.threads}; onnxruntime on {args.device}; times: medians of {args.rounds} blocks in ms; "
