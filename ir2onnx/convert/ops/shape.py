@@ -314,7 +314,8 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
         return _split(ctx, x, axis, sizes, len(lengths))
     axis_v = ctx.int64_vector(1)
     lengths_v = ctx.int64_vector(2)
-    dim = _axis_dim(ctx, x, axis_v)
+    dim = _static_axis_dim(ctx) if const_axis else None
+    dim = _axis_dim(ctx, x, axis_v) if dim is None else b.i64([dim])
     unknown = b.op("Equal", [lengths_v, b.i64(-1)])
     known = b.op("Where", [unknown, b.i64(0), lengths_v])
     rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
@@ -322,6 +323,20 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
     if const_axis:
         return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
     return _slices(ctx, x, axis_v, sizes, n)
+
+
+def _static_axis_dim(ctx: LayerContext) -> int | None:
+    """The size of the split axis where the IR states it and may be trusted (in the main graph; a body's declared
+    dims may be stale). Run-time lengths then depend on nothing but themselves: a PyTorch cell traced over many steps
+    computes the same lengths for every step's split (chunk(3) of a [?, 3H] product), which onnxruntime then computes
+    once instead of reading each product's Shape."""
+    if ctx.b.parent is not None:
+        return None
+    dims = ctx.input_dims(0)
+    if not dims:
+        return None
+    dim = dims[ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], len(dims))]
+    return dim if isinstance(dim, int) and dim >= 0 else None
 
 
 @converter("Broadcast", "opset1", "opset3")

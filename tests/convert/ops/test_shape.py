@@ -103,6 +103,8 @@ CASES = [
          values=[np.arange(36, dtype=F).reshape(2, 6, 3), np.array(-1, I32)]),
     Case("variadic-split-runtime-lengths", lambda a, n: ops.variadic_split(a, const(1, I64), n),
          [((2, 6, 2), F), ((3,), I32)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([1, -1, 2], I32)]),
+    Case("variadic-split-runtime-lengths-dynamic-axis", lambda a, n: ops.variadic_split(a, const(1, I64), n),
+         [((2, -1, 2), F), ((3,), I32)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([1, -1, 2], I32)]),
     Case("variadic-split-runtime-lengths-zero", lambda a, n: ops.variadic_split(a, const(-2, I64), n),
          [((2, 6, 2), F), ((3,), I64)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([0, 2, -1], I64)]),
     Case("variadic-split-runtime-lengths-no-rest", lambda a, n: ops.variadic_split(a, const(0, I64), n),
@@ -229,6 +231,17 @@ def test_reshape_computes_its_minus_one_only_where_a_copy_may_be_empty(tmp_path:
     xml = save_ir(ov.Model([ops.reshape(x, const([0, 16, -1], np.int64), True)], [x]), tmp_path)
     proto = assert_equivalent(xml, [np.arange(16 * 6, dtype=np.float32).reshape(1, 16, 2, 3)])
     assert sorted(n.op_type for n in proto.graph.node) == ops_expected
+
+
+@pytest.mark.parametrize(("width", "reads_shape"), [(6, False), (-1, True)])
+def test_variadic_split_reads_its_axis_size_only_where_the_ir_leaves_it_open(tmp_path: Path, width: int,
+                                                                           reads_shape: bool) -> None:
+    """Run-time lengths with a -1 over an axis the IR gives a size (PyTorch's chunk in a traced cell, one split per
+    step): the rest is that size minus the others, no Shape read at run time; an open axis is read."""
+    x, n = ops.parameter([-1, width], F, name="x"), ops.parameter([3], I64, name="n")
+    xml = save_ir(ov.Model(ops.variadic_split(x, const(1, I64), n).outputs(), [x, n]), tmp_path)
+    proto = assert_equivalent(xml, [np.arange(12, dtype=F).reshape(2, 6), np.array([2, -1, 1], I64)])
+    assert ("Shape" in {node.op_type for node in proto.graph.node}) == reads_shape
 
 
 GATHER_AXIS_INPUT = [
