@@ -431,8 +431,9 @@ def products_model(cell: str, batch: int, steps: int, inputs: int, hidden: int, 
     """A recurrent layer's matrix products alone, as onnxruntime runs them: the input projection of all steps (a
     MatMul per direction, of x [batch, steps, inputs] transposed to time-major) and a Scan whose step is one Gemm per
     direction, h_t = (h_{t-1} R^T + x_t W^T)[:, :hidden] (the Slice keeps the state's size). An exact translation
-    computes these products and the gate arithmetic besides, on the same kernels: this model's time is a floor for
-    it (`--floor`)."""
+    computes these products and the gate arithmetic besides, on the same kernels: where the products dominate (batch
+    16 at these sizes) this model's time is a floor for any such model (`--floor`). At batch 1 the Scan's own cost
+    per step dominates, and a fused LSTM/GRU node runs below it."""
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(3)
@@ -593,8 +594,9 @@ def main() -> None:
                          "input/hidden sizes and lengths")
     ap.add_argument("--floor", action="store_true",
                     help="also time each recurrent layer's matrix products alone in onnxruntime (the input "
-                         "projection and one Gemm per step and direction, no gate arithmetic): a floor for any "
-                         "exact translation; columns floor (ms) and floor/ov")
+                         "projection and one Gemm per step and direction in a Scan, no gate arithmetic): a floor for "
+                         "any exact translation where the products dominate (larger batches); columns floor (ms) and "
+                         "floor/ov")
     ap.add_argument("--layer", help="with --ir: the IR's layer as CELL:INPUT:HIDDEN[:DIRECTIONS], e.g. gru:128:256 "
                                     "(its input the IR's first, [batch, steps, input]), timed as --floor does")
     args = ap.parse_args()
