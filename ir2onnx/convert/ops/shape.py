@@ -6,7 +6,7 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, set_value_type
+from ir2onnx.convert.context import LayerContext, has_runtime_dims, runtime_axes, set_value_type
 from ir2onnx.convert.ops.layout import shape_value
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ElementType
@@ -330,13 +330,13 @@ def _static_axis_dim(ctx: LayerContext) -> int | None:
     dims may be stale). Run-time lengths then depend on nothing but themselves: a PyTorch cell traced over many steps
     computes the same lengths for every step's split (chunk(3) of a [?, 3H] product), which onnxruntime then computes
     once instead of reading each product's Shape."""
-    if ctx.b.parent is not None:
-        return None
+    x = ctx.inputs[0]
     dims = ctx.input_dims(0)
-    if not dims:
+    if ctx.b.parent is not None or not dims or has_runtime_dims(x):
         return None
-    dim = dims[ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], len(dims))]
-    return dim if isinstance(dim, int) and dim >= 0 else None
+    axis = ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], len(dims))
+    dim = dims[axis]
+    return dim if isinstance(dim, int) and dim >= 0 and axis not in runtime_axes(x) else None
 
 
 @converter("Broadcast", "opset1", "opset3")
