@@ -125,3 +125,25 @@ def test_loop_with_its_condition_carried_unchanged_keeps_its_size(tmp_path: Path
     xml = save_ir(ov.Model([y], [start]), tmp_path)
     proto = assert_equivalent(xml, [np.array(3, np.int32)])
     assert proto.graph.output[0].type.tensor_type.shape.dim[0].dim_value == 5
+
+
+def test_split_of_a_loop_output_reads_its_size_where_the_ir_is_stale(tmp_path: Path) -> None:
+    """A VariadicSplit with run-time lengths over a Loop's concatenated output, the Loop's count known at run time
+    and the IR declaring one iteration's size (Model Optimizer's stale `<dim>1</dim>`): the -1 is what the other
+    lengths leave of the run-time size, not of the declared 1."""
+    start, trip = ops.parameter([], np.int32, name="start"), ops.parameter([], np.int64, name="trip")
+    lengths = ops.parameter([2], np.int64, name="lengths")
+    prev = ops.parameter([], np.int32)
+    r_cond, r_next = ops.result(ops.constant(True)), ops.result(ops.add(prev, ops.constant(np.int32(2))))
+    r_y = ops.result(ops.unsqueeze(prev, ops.constant(np.int64(0))))
+    loop = ops.loop(trip, ops.constant(True))
+    loop.set_function(ov.Model([r_cond, r_next, r_y], [prev]))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_merged_input(prev, start.output(0), r_next.output(0))
+    y = loop.get_concatenated_slices(r_y.output(0), 0, 1, 1, -1, 0)
+    split = ops.variadic_split(y, ops.constant(np.int64(0)), lengths)
+    xml = save_ir(ov.Model(split.outputs(), [start, trip, lengths]), tmp_path)
+    text = xml.read_text()
+    assert "<dim>-1</dim>" in text
+    xml.write_text(text.replace("<dim>-1</dim>", "<dim>1</dim>"))
+    assert_equivalent(xml, [np.array(3, np.int32), np.array(4, np.int64), np.array([-1, 1], np.int64)])

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder
-from ir2onnx.convert.context import LayerContext
+from ir2onnx.convert.context import LayerContext, has_runtime_dims, runtime_axes
 from ir2onnx.convert.registry import converter
 
 Dim = "int | ir.Value"  # a static size, or a 1-element int64 value (a string: see window.Vec)
@@ -20,21 +20,35 @@ _I64_MIN = -(2**63)
 
 
 def input_dims(ctx: LayerContext, i: int) -> list[Dim]:
-    """Every dim of input i: an int where the IR knows it (main graph; bodies may hold stale dims), else a slice
-    of Shape(x)."""
+    """Every dim of input i: an int where the IR knows it (known_dim), else a slice of Shape(x)."""
     rank = ctx.input_rank(i)
-    dims = ctx.input_dims(i)
     shape: ir.Value | None = None
     out: list[Dim] = []
     for a in range(rank):
-        d = dims[a] if dims is not None and a < len(dims) else None
-        if d is not None and d >= 0 and (ctx.b.parent is None or ctx.const(i) is not None):
-            out.append(int(d))
+        d = known_dim(ctx, i, a)
+        if d is not None:
+            out.append(d)
         else:
             if shape is None:
                 shape = ctx.b.shape_of(ctx.inputs[i])
             out.append(ctx.b.slice(shape, [a], [a + 1], [0]))
     return out
+
+
+def known_dim(ctx: LayerContext, i: int, axis: int) -> int | None:
+    """Dim `axis` (non-negative) of input i where the IR knows it: a constant's, or the IR's in the main graph unless
+    marked as data-dependent (a Loop's iterations, NMS rows; mark_runtime_dims). A body's declared dims may be
+    stale."""
+    dims = ctx.input_dims(i)
+    d = dims[axis] if dims is not None and axis < len(dims) else None
+    if d is None or d < 0:
+        return None
+    if ctx.const(i) is not None:
+        return int(d)
+    x = ctx.inputs[i]
+    if ctx.b.parent is not None or has_runtime_dims(x) or axis in runtime_axes(x):
+        return None
+    return int(d)
 
 
 def shape_value(b: GraphBuilder, parts: Sequence[Dim]) -> ir.Value:

@@ -6,8 +6,8 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, has_runtime_dims, runtime_axes, set_value_type
-from ir2onnx.convert.ops.layout import shape_value
+from ir2onnx.convert.context import LayerContext, set_value_type
+from ir2onnx.convert.ops.layout import known_dim, shape_value
 from ir2onnx.convert.registry import converter
 from ir2onnx.ir.element_types import ElementType
 
@@ -295,7 +295,10 @@ def split(ctx: LayerContext) -> list[ir.Value]:
 @converter("VariadicSplit", "opset1")
 def variadic_split(ctx: LayerContext) -> list[ir.Value]:
     """A -1 length takes what the others leave (computed at run time from the input's shape). Lengths and axis
-    may be run-time values; which length is -1 is then found at run time too."""
+    may be run-time values; which length is -1 is then found at run time too, from the axis size the IR gives where
+    it gives one (layout.known_dim): the sizes then depend on the lengths alone. PyTorch's chunk in a cell traced
+    over many steps splits every step's product by the same run-time lengths, which onnxruntime then computes once
+    for all steps instead of reading each product's Shape."""
     b = ctx.b
     x = ctx.inputs[0]
     n = len(ctx.layer.outputs)
@@ -314,8 +317,9 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
         return _split(ctx, x, axis, sizes, len(lengths))
     axis_v = ctx.int64_vector(1)
     lengths_v = ctx.int64_vector(2)
-    dim = _static_axis_dim(ctx) if const_axis else None
-    dim = _axis_dim(ctx, x, axis_v) if dim is None else b.i64([dim])
+    size = known_dim(ctx, 0, ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], ctx.input_rank(0))) \
+        if const_axis else None
+    dim = _axis_dim(ctx, x, axis_v) if size is None else b.i64([size])
     unknown = b.op("Equal", [lengths_v, b.i64(-1)])
     known = b.op("Where", [unknown, b.i64(0), lengths_v])
     rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
@@ -323,20 +327,6 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
     if const_axis:
         return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
     return _slices(ctx, x, axis_v, sizes, n)
-
-
-def _static_axis_dim(ctx: LayerContext) -> int | None:
-    """The size of the split axis where the IR states it and may be trusted (in the main graph; a body's declared
-    dims may be stale). Run-time lengths then depend on nothing but themselves: a PyTorch cell traced over many steps
-    computes the same lengths for every step's split (chunk(3) of a [?, 3H] product), which onnxruntime then computes
-    once instead of reading each product's Shape."""
-    x = ctx.inputs[0]
-    dims = ctx.input_dims(0)
-    if ctx.b.parent is not None or not dims or has_runtime_dims(x):
-        return None
-    axis = ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], len(dims))
-    dim = dims[axis]
-    return dim if isinstance(dim, int) and dim >= 0 and axis not in runtime_axes(x) else None
 
 
 @converter("Broadcast", "opset1", "opset3")
