@@ -710,7 +710,7 @@ def default_cases(f32: Callable[..., np.ndarray], quick: bool) -> list[Case]:
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("lstm_last", "LSTM (last output)"),
                         ("gru_last", "GRU (last output)"), ("bilstm_last", "bidirectional LSTM (last output)")):
         for batch in (1, 16):
-            cases.append(Case(f"Keras 2 {label} 128/256 T=100 B={batch}", lambda k=kind: keras2_layer(k, 100, 128, 256),
+            cases.append(Case(f"tf_keras {label} 128/256 T=100 B={batch}", lambda k=kind: keras2_layer(k, 100, 128, 256),
                               lambda b=batch: [f32(b, 100, 128)], _layer(kind, 128, 256)))
     for kind, label in (("lstm", "LSTM"), ("gru", "GRU"), ("rnn", "RNN")):
         for batch in (1, 16):
