@@ -317,15 +317,15 @@ def variadic_split(ctx: LayerContext) -> list[ir.Value]:
         return _split(ctx, x, axis, sizes, len(lengths))
     axis_v = ctx.int64_vector(1)
     lengths_v = ctx.int64_vector(2)
-    size = known_dim(ctx, 0, ctx.normalize_axis(_ints(ctx, 1, "the axis")[0], ctx.input_rank(0))) \
-        if const_axis else None
+    axis = _ints(ctx, 1, "the axis")[0] if const_axis else None
+    size = None if axis is None else known_dim(ctx, 0, ctx.normalize_axis(axis, ctx.input_rank(0)))
     dim = _axis_dim(ctx, x, axis_v) if size is None else b.i64([size])
     unknown = b.op("Equal", [lengths_v, b.i64(-1)])
     known = b.op("Where", [unknown, b.i64(0), lengths_v])
     rest = b.op("Sub", [dim, b.reduce("ReduceSum", known, [0], keepdims=True)])
     sizes = b.op("Where", [unknown, rest, lengths_v])
-    if const_axis:
-        return _split(ctx, x, _ints(ctx, 1, "the axis")[0], sizes, n)
+    if axis is not None:
+        return _split(ctx, x, axis, sizes, n)
     return _slices(ctx, x, axis_v, sizes, n)
 
 

@@ -103,8 +103,6 @@ CASES = [
          values=[np.arange(36, dtype=F).reshape(2, 6, 3), np.array(-1, I32)]),
     Case("variadic-split-runtime-lengths", lambda a, n: ops.variadic_split(a, const(1, I64), n),
          [((2, 6, 2), F), ((3,), I32)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([1, -1, 2], I32)]),
-    Case("variadic-split-runtime-lengths-dynamic-axis", lambda a, n: ops.variadic_split(a, const(1, I64), n),
-         [((2, -1, 2), F), ((3,), I32)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([1, -1, 2], I32)]),
     Case("variadic-split-runtime-lengths-zero", lambda a, n: ops.variadic_split(a, const(-2, I64), n),
          [((2, 6, 2), F), ((3,), I64)], values=[np.arange(24, dtype=F).reshape(2, 6, 2), np.array([0, 2, -1], I64)]),
     Case("variadic-split-runtime-lengths-no-rest", lambda a, n: ops.variadic_split(a, const(0, I64), n),
