@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import onnx
 import onnx_ir as ir
+from onnx_ir import passes as oir_passes
 
 from ir2onnx import bincopy
 from ir2onnx.convert import layer_map
@@ -18,16 +19,14 @@ from ir2onnx.convert.model import convert_ir
 from ir2onnx.convert.validate_onnx import start_validation, validate_model
 from ir2onnx.errors import ConversionError, InvalidModelError
 from ir2onnx.ir import load
-from ir2onnx.passes import apply_default_passes, fuse_recurrent
-from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
-from ir2onnx.passes.empty_reduce import EmptyReductionsPass
+from ir2onnx.passes import pipeline
 from ir2onnx.write import Progress, write_model
 
 if TYPE_CHECKING:
     from ir2onnx.check.report import CheckReport, OutputComparison
 
 PathLike = str | os.PathLike[str]
-DEVICES = ("cpu", "cuda")
+DEVICES = pipeline.DEVICES
 log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
@@ -66,29 +65,33 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
         raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
 
+    def options(optimize: bool, fuse: bool) -> pipeline.Options:
+        return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32)
+
+    def passes(out: ir.Model, options: pipeline.Options) -> ir.Model:
+        """The passes `options` select (passes/pipeline.py), run on the translation `out`."""
+        pipeline.run(out, options)
+        layer_map.refresh(out)  # passes may have removed values
+        return out
+
     def plain(error: Exception | None) -> ir.Model:
         """The plain translation, the reference the passes preserve (after a pass failed with `error`)."""
         if error is not None:
+            while isinstance(error, oir_passes.PassError) and error.__cause__ is not None:
+                error = error.__cause__  # the pass's own error, not onnx-ir's wrapper
             first = str(error).splitlines()[0] if str(error) else ""
             log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
                         "fusion or optimisations", type(error).__name__, first)
-        out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
-        _for_runtime(out)
-        layer_map.refresh(out)
+        out = passes(convert_ir(model, weights, opset), options(optimize=False, fuse=False))
         validate_model(out)  # a translation defect: its own error, which names the layer
         out.meta["ir2onnx.weights"] = weights  # keep the weights' memory map alive as long as the model viewing it
         return out
 
     if not (fuse or optimize):
         return plain(None), None
-    out = convert_ir(model, weights, opset, f16_as_f32=f16_as_f32)
+    out = convert_ir(model, weights, opset)
     try:
-        if fuse:
-            fuse_recurrent(out)
-        if optimize:
-            apply_default_passes(out, fuse=fuse, device=device)
-        _for_runtime(out)  # not an optimisation: what onnxruntime needs to run the model
-        layer_map.refresh(out)  # passes may have removed values
+        passes(out, options(optimize=optimize, fuse=fuse))
         validation = start_validation(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
         if not defer:
             validation.verdict()
@@ -105,14 +108,6 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
             raise _Refused(e) from None
 
     return out, _Deferred(refused, plain, validation.proto)
-
-
-def _for_runtime(model: ir.Model) -> None:
-    """onnxruntime fails on some empty inputs, and on reductions dropping an empty axis."""
-    for make in (GuardEmptyInputsPass, EmptyReductionsPass):
-        rewrite = make()
-        rewrite(model)
-        layer_map.substitute(model, rewrite.replaced)
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,

@@ -120,6 +120,19 @@ def _corrupt(model: ir.Model, **_: object) -> None:
     node.outputs[0].name = "broken_out"
 
 
+def _as_optimisation(monkeypatch: pytest.MonkeyPatch, defect: Any) -> None:
+    """`defect(model)` runs as one more optimisation stage, the last before the runtime legalisation."""
+    from ir2onnx.passes import pipeline
+
+    class Defect(ir.passes.InPlacePass):
+        def call(self, model: ir.Model) -> ir.passes.PassResult:
+            defect(model)
+            return ir.passes.PassResult(model, True)
+
+    step = pipeline.Step(pipeline.Stage("defect", (Defect,)), lambda o: o.optimize)
+    monkeypatch.setattr(pipeline, "PIPELINE", (*pipeline.PIPELINE[:-1], step, pipeline.PIPELINE[-1]))
+
+
 def _raise(model: ir.Model, **_: object) -> None:
     raise RuntimeError("a defect in a pass")
 
@@ -129,7 +142,7 @@ def test_a_failing_pass_falls_back_to_the_plain_translation(monkeypatch: pytest.
                                                              caplog: pytest.LogCaptureFixture, defect: Any) -> None:
     """A defect in an optimisation pass (an exception, or a model the checker rejects) does not cost the conversion:
     the plain translation is returned, equal to optimize=False, fuse=False, and a warning says so."""
-    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", defect)
+    _as_optimisation(monkeypatch, defect)
     with caplog.at_level(logging.WARNING, logger="ir2onnx"):
         got = ir2onnx.convert(TI)
     assert "the optimisation passes failed" in caplog.text
@@ -177,7 +190,7 @@ def test_convert_file_falls_back_when_onnxruntime_refuses_the_optimised_model(
 
     ir_dir = tmp_path / "ir"
     shutil.copytree(TI.parent, ir_dir)
-    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", _no_kernel)
+    _as_optimisation(monkeypatch, _no_kernel)
     helper = ort_helper.Helper.start() if helped else None
     if helped and helper is None:
         pytest.skip("no helper on this machine (one core, not POSIX, or no onnxruntime)")
@@ -211,7 +224,7 @@ def test_convert_file_falls_back_when_onnxruntime_refuses_the_optimised_model(
 def test_convert_to_ir_refuses_in_place_what_onnxruntime_refuses(monkeypatch: pytest.MonkeyPatch,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     """The same defect through convert_to_ir: the verdict is waited for, and the plain translation returned."""
-    monkeypatch.setattr(ir2onnx.api, "apply_default_passes", _no_kernel)
+    _as_optimisation(monkeypatch, _no_kernel)
     with caplog.at_level(logging.WARNING, logger="ir2onnx"):
         got = ir2onnx.convert(TI)
     assert "the optimisation passes failed (InvalidModelError:" in caplog.text

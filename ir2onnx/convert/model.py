@@ -27,8 +27,6 @@ from ir2onnx.ir.op_outputs import output_count
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type, split_names
 from ir2onnx.markers import STATES
-from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
-from ir2onnx.passes.ort_types import OrtTypesPass
 from ir2onnx.passes.static_shapes import infer_shapes
 
 MIN_OPSET = 17
@@ -89,14 +87,12 @@ def output_name(graph: Graph, r: Layer, legacy: bool = False) -> str:
     return min(names)
 
 
-def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None, *,
-               f16_as_f32: bool = False) -> ir.Model:
+def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> ir.Model:
     """Translate a validated IR into an onnx-ir model (initializers are views of the weights).
 
     `opset=None` chooses the lowest opset >= MIN_OPSET that expresses every layer; a given opset is used as it is,
     and every layer that needs a newer one is listed in one error. The choice and its reason are logged and kept in
-    `model.meta["ir2onnx.opset_reason"]`. `f16_as_f32`: f16 computation in f32, as OpenVINO's CPU plugin does it
-    (passes/f16_as_f32.py)."""
+    `model.meta["ir2onnx.opset_reason"]`. The passes (passes/pipeline.py) run after this."""
     check_supported(model.graph)
     if opset is not None:
         if not MIN_OPSET <= opset <= newest_opset():
@@ -120,11 +116,6 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
         reason = (f"opset {target}: the lowest that expresses every layer" +
                   (f" ({top[0].where} needs it: {top[0].why}" + (f"; +{len(top) - 1} more" if len(top) > 1 else "")
                    + ")" if top else ""))
-    if f16_as_f32:
-        F16AsF32Pass()(out)
-    ort_types = OrtTypesPass()
-    ort_types(out)
-    layer_map.substitute(out, ort_types.replaced)
     out.meta["ir2onnx.opset_reason"] = reason
     log.info("ONNX %s", reason)
     return out

@@ -28,6 +28,7 @@ from collections.abc import Callable, MutableSet
 import numpy as np
 import onnx_ir as ir
 
+from ir2onnx.passes.replacing import ReplacingPass
 from ir2onnx.passes.fuse_rnn_util import (
     Emitter,
     Subgraph,
@@ -48,12 +49,8 @@ from ir2onnx.passes.static_shapes import infer_shapes
 RECURRENT_AXES = {"GRU": (0, 1), "LSTM": (1,)}
 
 
-class GuardEmptyInputsPass(ir.passes.InPlacePass):
-    """`replaced`: the guarded nodes' outputs and the If outputs now standing for them (the layer map follows)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.replaced: dict[ir.Value, ir.Value] = {}
+class GuardEmptyInputsPass(ReplacingPass):
+    """Replaces the guarded nodes' outputs by the If outputs now standing for them."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         def candidates() -> list[ir.Node]:

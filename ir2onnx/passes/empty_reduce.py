@@ -17,6 +17,7 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
+from ir2onnx.passes.replacing import ReplacingPass
 from ir2onnx.passes.fuse_rnn_util import (
     Dims,
     Emitter,
@@ -30,12 +31,8 @@ from ir2onnx.passes.fuse_rnn_util import (
 from ir2onnx.passes.loop_utils import all_nodes, const_ints, is_default_domain
 
 
-class EmptyReductionsPass(ir.passes.InPlacePass):
-    """See the module docstring. After a run, `replaced` maps each replaced value to the one computing it now."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.replaced: dict[ir.Value, ir.Value] = {}
+class EmptyReductionsPass(ReplacingPass):
+    """See the module docstring."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         names = all_names(model.graph)  # collected when first used

@@ -35,17 +35,19 @@ _DTYPE_ATTRS = {("Cast", "to"), ("RandomUniform", "dtype"), ("RandomNormal", "dt
 _TENSOR_ATTRS = {("Constant", "value"), ("ConstantOfShape", "value")}
 
 
-class F16AsF32Pass:
+class F16AsF32Pass(ir.passes.InPlacePass):
     """Rewrite a model's f16 computation to f32 in place."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._keep: set[ir.Node] = set()  # the boundary casts this pass adds
 
-    def __call__(self, model: ir.Model) -> None:
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
         self._names = _names(graph)
         self._boundary(graph)
         self._graph(graph)
+        return ir.passes.PassResult(model, modified=bool(self._keep))
 
     def _fresh(self, hint: str) -> str:
         name, k = hint, 0

@@ -49,6 +49,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ir2onnx.passes.replacing import ReplacingPass
 from ir2onnx.passes.loop_utils import all_nodes
 
 log = logging.getLogger("ir2onnx")
@@ -431,12 +432,8 @@ def _all_nodes(graph: ir.Graph) -> list[ir.Node]:
     return list(all_nodes(graph))
 
 
-class OrtTypesPass(ir.passes.InPlacePass):
-    """See the module docstring. After a run, `replaced` maps each replaced value to the one computing it now."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.replaced: dict[ir.Value, ir.Value] = {}
+class OrtTypesPass(ReplacingPass):
+    """See the module docstring."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         kernels = _cpu_kernels()

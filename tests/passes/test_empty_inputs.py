@@ -235,12 +235,12 @@ def test_guarded_scan_reads_its_weights_one_level_up(tmp_path: Path) -> None:
     weights move into that If's branch with it, so that the body reads what onnxruntime folds from them one level up
     and prepacks (two levels up, it ran its Gemms unpacked). The model still computes the GRU, at a large batch and
     over no step."""
-    from ir2onnx.passes import apply_default_passes
+    from ir2onnx.passes.pipeline import optimize
     from tests.passes.test_gru_scan import gru_model, min_batch
 
     proto = gru_model("T", "N", linear_before_reset=1, outputs="Y_h")
     model = ir.serde.deserialize_model(proto)
-    apply_default_passes(model)
+    optimize(model)
     GuardEmptyInputsPass()(model)
     out = ir.to_proto(model)
     dispatch = next(n for n in out.graph.node if n.op_type == "If")

@@ -15,7 +15,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import apply_default_passes, chunk_rnn
+from ir2onnx.passes import chunk_rnn
+from ir2onnx.passes.pipeline import optimize
 from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
 from tests.passes.test_chunk_rnn import rnn_model
 from tests.utils import all_nodes, assert_equivalent, count_ops, gru_dispatches
@@ -171,7 +172,7 @@ def test_dropped_lengths_let_long_sequences_chunk(op: str, monkeypatch: pytest.M
     monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on (4.7 MiB here)
     proto = rnn_model(op, 300, 16, 64, lens=300)
     m = ir.serde.deserialize_model(proto)
-    apply_default_passes(m)
+    optimize(m)
     out = ir.to_proto(m)
     nodes = [n for n in out.graph.node if n.op_type == op]
     assert len(nodes) > 1 and all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import apply_default_passes
+from ir2onnx.passes.pipeline import optimize
 from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
 from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten, weight_levels
 
@@ -148,7 +148,7 @@ def test_bidirectional_split_then_lowered(batch: int | str) -> None:
     GRU this pass takes), then each becomes a Scan, or an If on a run-time batch."""
     proto = gru_model(5, batch, direction="bidirectional", linear_before_reset=1)
     model = ir.serde.deserialize_model(proto)
-    apply_default_passes(model)
+    optimize(model)
     out = ir.to_proto(model)
     if batch == "N":
         assert gru_dispatches(out) == 2

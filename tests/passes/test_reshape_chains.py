@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from ir2onnx.passes import apply_default_passes
+from ir2onnx.passes.pipeline import optimize
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
 
@@ -89,7 +89,7 @@ def _optimised(model: onnx.ModelProto, feed_shapes: dict[str, tuple[int, ...]]) 
     """The model after the default passes, checked to compute the same outputs bit for bit under the same names,
     types and shapes."""
     irm = ir.from_proto(model)
-    apply_default_passes(irm)
+    optimize(irm)
     out = ir.to_proto(irm)
     onnx.checker.check_model(out, full_check=True)
     assert [(o.name, o.type) for o in out.graph.output] == [(o.name, o.type) for o in model.graph.output]

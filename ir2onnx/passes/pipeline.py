@@ -1,0 +1,218 @@
+"""The one declared sequence of ONNX passes run after translation.
+
+A conversion runs the stages below, in order, on the translated model; the options select stages here and nowhere
+else:
+
+| stage | runs when | what for |
+| --- | --- | --- |
+| f16 as f32 | `f16_as_f32` | the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it |
+| types | always | element types onnxruntime's CPU kernels take |
+| fusion | `fuse` | loops running one LSTM/GRU/RNN cell become one ONNX LSTM/GRU/RNN node |
+| fusion after moving work | `fuse` and `optimize` | fusion tried again once per-step work is moved out of loops |
+| sequence clean-up | `optimize` | full scatters, full-length `sequence_lens` and reversals in their plain form |
+| CPU RNN lowering | `optimize`, device "cpu" | onnxruntime's RNN kernel is slow: a Scan instead |
+| lean loops | `optimize` | per-step work moved out of loops, loop-carried layouts and glue simplified |
+| CPU recurrent kernels | `optimize`, device "cpu" | long sequences chunked, GRUs at larger batches as Scans |
+| clean-up | `optimize` | unused nodes and initializers removed, fresh names made unique |
+| runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions) |
+
+Each pass keeps what the model computes; the plain translation (`optimize=False, fuse=False`: types and runtime
+legalisation only) stays simple and correct without them. A pass that replaces values by others computing the same
+declares it by subclassing `ReplacingPass`: the pipeline makes the layer map (translate/layer_map.py, which ONNX value
+carries each IR layer's output) follow every replacement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import onnx_ir as ir
+from onnx_ir.passes.common.naming import NameFixPass  # from the modules: see ir2onnx._lazy.defer_unused
+from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
+
+from ir2onnx.convert import layer_map
+from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
+from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
+from ir2onnx.passes.empty_reduce import EmptyReductionsPass
+from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
+from ir2onnx.passes.full_lengths import DropFullSequenceLensPass, FullReversalPass
+from ir2onnx.passes.full_scatter import FullScatterPass
+from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
+from ir2onnx.passes.gru_scan import GRUAsScanPass
+from ir2onnx.passes.hoist import HoistLoopInvariantsPass
+from ir2onnx.passes.identity import RemoveIdentityPass
+from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
+from ir2onnx.passes.loop_condition import LoopConditionPass
+from ir2onnx.passes.loop_utils import LOOP_OPS, all_nodes
+from ir2onnx.passes.ort_types import OrtTypesPass
+from ir2onnx.passes.prefix_mask import PrefixMaskPass
+from ir2onnx.passes.replacing import ReplacingPass
+from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
+from ir2onnx.passes.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
+from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
+from ir2onnx.passes.split_cells import SplitStackedCellsPass
+from ir2onnx.passes.stacked_outputs import StackedOutputsPass
+from ir2onnx.passes.state_layout import CarriedLayoutPass
+from ir2onnx.passes.tensor_lists import TensorListOutputsPass
+from ir2onnx.passes.unused_initializers import RemoveUnusedSubgraphInitializersPass
+
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a conversion asks of the pipeline (the API's and the command line's options of the same names)."""
+
+    optimize: bool = True
+    fuse: bool = True
+    device: str = "cpu"
+    f16_as_f32: bool = False
+
+
+PassFactory = Callable[[], ir.passes.PassBase]
+
+
+class Stage(ir.passes.InPlacePass):
+    """Passes run in order, each made afresh; the layer map follows the values a `ReplacingPass` replaced."""
+
+    def __init__(self, name: str, passes: Sequence[PassFactory]) -> None:
+        super().__init__()
+        self.name = name
+        self.passes = tuple(passes)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for make in self.passes:
+            p = make()
+            modified = p(model).modified or modified
+            if isinstance(p, ReplacingPass):
+                layer_map.substitute(model, p.replaced)
+        return ir.passes.PassResult(model, modified)
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name!r}, {[getattr(m, '__name__', repr(m)) for m in self.passes]})"
+
+
+class FuseAfterMovingWork(Stage):
+    """A body that computes its per-step output from the new state (tanh(h_t @ W_o)), or projects or activates its
+    slice before the cell (x_t @ W + b -> Relu -> LSTMCell), holds the cell alone once SinkStepOutputsPass, then
+    LiftLoopInputsPass, have moved that work out (the reads left behind removed): fusion is tried after each round.
+    Sinking comes first: a cell spelled out with its input projection matches only while the projection is in the
+    body. This runs before the other optimisations (RNNAsScanPass lowers the one-step RNN of a body, which would hide
+    the cell). A round runs only while the model still holds a loop."""
+
+    def __init__(self, name: str, rounds: Sequence[Sequence[PassFactory]]) -> None:
+        super().__init__(name, ())
+        self.rounds = [Stage(f"{name} {i + 1}", (*r, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass))
+                       for i, r in enumerate(rounds)]
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        modified = False
+        for stage in self.rounds:
+            if not any(n.op_type in LOOP_OPS for n in all_nodes(model.graph)):
+                break
+            modified = stage(model).modified or modified
+        return ir.passes.PassResult(model, modified)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A stage of the pipeline and the options it runs under."""
+
+    stage: Stage
+    when: Callable[[Options], bool]
+
+
+def _always(_: Options) -> bool:
+    return True
+
+
+def _on_cpu(o: Options) -> bool:
+    return o.optimize and o.device == "cpu"
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step(Stage("f16 as f32", (
+        F16AsF32Pass,  # the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it
+    )), lambda o: o.f16_as_f32),
+    Step(Stage("types", (
+        OrtTypesPass,  # element types onnxruntime's CPU kernels lack computed in a wider type, exactly
+    )), _always),
+    Step(Stage("fusion", (
+        FullScatterPass,  # a ScatterND overwriting every row of a fresh buffer with one tensor's rows is that tensor
+        SplitStackedCellsPass,  # a Scan running several cells one after another as one Scan per cell
+        FuseRecurrentLoopsPass,  # a loop running one LSTM/GRU/RNN cell over a sequence as one ONNX node
+    )), lambda o: o.fuse),
+    Step(FuseAfterMovingWork("fusion after moving work", (
+        (RemoveIdentityPass, HoistLoopInvariantsPass, SinkStepOutputsPass, SplitStackedCellsPass,
+         SliceReadsAsGathersPass),
+        (LiftLoopInputsPass,),
+    )), lambda o: o.fuse and o.optimize),
+    Step(Stage("sequence clean-up", (
+        FullScatterPass,
+        DropFullSequenceLensPass,  # sequence_lens that mean every step (PyTorch frontend) dropped, for the passes below
+        FullReversalPass,  # a ReverseSequence over every row's whole length is a Slice with step -1 (Keras Bidirectional)
+    )), lambda o: o.optimize),
+    Step(Stage("CPU RNN lowering", (
+        RNNAsScanPass,  # onnxruntime's RNN kernel is slow: a Scan over MatMul + Add + activation instead
+    )), _on_cpu),
+    Step(Stage("lean loops", (
+        RemoveIdentityPass,  # no Identity chains
+        HoistLoopInvariantsPass,  # loop-invariant nodes computed once, before the loop
+        LiftLoopInputsPass,  # per-slice work on sliced inputs (input projections) batched before the loop
+        HoistLoopInvariantsPass,  # what lifting out of an inner loop made invariant in an outer one
+        MergeSiblingConvsPass,  # convolutions of one input (a gated convolutional cell's gates) as one, split after
+        TensorListOutputsPass,  # a carried buffer written one row per iteration returned as a scan output
+        CarriedLayoutPass,  # a state the body transposes in and out carried in the body's layout
+        SinkStepOutputsPass,  # per-step work feeding only a stacked output done once, on the stacked tensor
+        StackedOutputsPass,  # per-iteration values stacked without their unit slice axis, added once after the loop
+        LoopConditionPass,  # a Loop body's constant-true condition output returns its condition input
+        CollapseReshapeChainsPass,  # reshape-only glue with static shapes merged; Transposes of unit axes reduced
+    )), lambda o: o.optimize),
+    Step(Stage("CPU recurrent kernels", (
+        ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes; bidirectional ones split
+        GRUAsScanPass,  # at larger batches onnxruntime's GRU kernel is slower than a Scan over Gemm + gate arithmetic
+    )), _on_cpu),
+    Step(Stage("clean-up", (
+        RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
+        RemoveUnusedSubgraphInitializersPass,  # bodies' and branches' initializers nothing reads any more
+        NameFixPass,  # new values get names unique across the model
+    )), lambda o: o.optimize),
+    Step(Stage("runtime legalisation", (
+        GuardEmptyInputsPass,  # onnxruntime fails on some empty inputs: such nodes run behind an If
+        EmptyReductionsPass,  # and on reductions dropping an empty axis
+    )), _always),
+)
+
+def stages(options: Options) -> list[Stage]:
+    """The stages a conversion with `options` runs, in order."""
+    if options.device not in DEVICES:
+        raise ValueError(f"unknown device '{options.device}' (cpu or cuda)")
+    return [s.stage for s in PIPELINE if s.when(options)]
+
+
+def stage(name: str) -> Stage:
+    """The stage of that name (for tests and tools that run one stage alone)."""
+    for s in PIPELINE:
+        if s.stage.name == name:
+            return s.stage
+    raise KeyError(name)
+
+
+def run(model: ir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:  # noqa: B008
+    """Run the pipeline for `options` on `model`, in place (`only`: just the stages of those names, in pipeline
+    order)."""
+    for s in stages(options):
+        if only is None or s.name in only:
+            s(model)
+
+
+OPTIMISATIONS = ("sequence clean-up", "CPU RNN lowering", "lean loops", "CPU recurrent kernels", "clean-up")
+
+
+def optimize(model: ir.Model, *, device: str = "cpu") -> None:
+    """The optimisation stages alone (no fusion, no type or runtime legalisation): what tests of one optimisation
+    run on a model built for them."""
+    run(model, Options(device=device), only=OPTIMISATIONS)
