@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -30,16 +30,18 @@ DEVICES = pipeline.DEVICES
 log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-                  optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu") -> ir.Model:
+                  optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
+                  skip_passes: Iterable[str] = ()) -> ir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
     `f16_as_f32`: the IR's f16 computation runs in f32, as OpenVINO's CPU plugin runs it (f16 weights, inputs and
     outputs keep their type).
     `device`: the onnxruntime execution provider the model is made for, "cpu" or "cuda". For "cuda", fused RNN and
-    GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them)."""
+    GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them).
+    `skip_passes`: passes (class names) or stages of passes/pipeline.py left out."""
     model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                        device=device, defer=False)
+                        device=device, defer=False, skip_passes=skip_passes)
     return model
 
 
@@ -58,15 +60,21 @@ class _Refused(Exception):
 
 
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
-             f16_as_f32: bool, device: str, defer: bool) -> tuple[ir.Model, _Deferred | None]:
+             f16_as_f32: bool, device: str, defer: bool,
+             skip_passes: Iterable[str] = ()) -> tuple[ir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
         raise ConversionError(f"unknown device '{device}' (cpu or cuda)")
+    skip = frozenset(skip_passes)
+    unknown = sorted(skip - pipeline.names())
+    if unknown:
+        raise ConversionError(f"unknown pass or stage {', '.join(map(repr, unknown))} (ir2onnx.passes.pipeline: "
+                              f"{', '.join(sorted(pipeline.names()))})")
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
 
     def options(optimize: bool, fuse: bool) -> pipeline.Options:
-        return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32)
+        return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32, skip=skip)
 
     def passes(out: ir.Model, options: pipeline.Options) -> ir.Model:
         """The passes `options` select (passes/pipeline.py), run on the translation `out`."""
@@ -111,16 +119,17 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
 
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
-            optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu") -> onnx.ModelProto:
+            optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
+            skip_passes: Iterable[str] = ()) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
     return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
-                                     f16_as_f32=f16_as_f32, device=device))
+                                     f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None,
-                 f16_as_f32: bool = False, device: str = "cpu") -> Path:
+                 f16_as_f32: bool = False, device: str = "cpu", skip_passes: Iterable[str] = ()) -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,
@@ -142,7 +151,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     copy = bincopy.take(bin_file, out)
     try:
         model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                                   device=device, defer=True)
+                                   device=device, defer=True, skip_passes=skip_passes)
         if deferred is None:
             return _write_model(model, out, weights, progress, bin_copy=copy)
         try:  # onnxruntime loads the model (in its helper process) while the files are written

@@ -88,7 +88,8 @@ def convert(a: argparse.Namespace) -> int:
             with bar:
                 path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize,
                                             fuse=a.fuse, weights=a.weights, external_data=a.external_data,
-                                            progress=bar.update, f16_as_f32=a.f16_as_f32, device=a.device)
+                                            progress=bar.update, f16_as_f32=a.f16_as_f32, device=a.device,
+                                            skip_passes=a.skip_pass or ())
         if not a.quiet:
             _say(f"wrote {path}")
         if not a.check:
@@ -270,6 +271,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=True,
                    help="fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node (default: on; "
                         "--no-fuse keeps the loops)")
+    c.add_argument("--skip-pass", action="append", metavar="NAME",
+                   help="leave out one pass (its class name) or stage of the pipeline (repeatable): to find which "
+                        "pass changes a result; the names are listed on a wrong one")
     c.add_argument("--f16-as-f32", action="store_true",
                    help="compute the IR's f16 layers in f32, as OpenVINO's CPU plugin does (f16 weights, inputs and "
                         "outputs keep their type): results as OpenVINO's, and loops over f16 cells fuse. Default: the "

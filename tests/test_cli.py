@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.fixture_paths import fixture_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
@@ -109,7 +111,7 @@ def test_convert_for_cuda_needs_no_gpu(tmp_path: Path) -> None:
     outs = {}
     for device in ("cpu", "cuda"):
         outs[device] = tmp_path / f"{device}.onnx"
-        r = run("convert", str(ROOT / "tests" / "fixtures" / "tf_simple_rnn" / "model.xml"), "-o", str(outs[device]),
+        r = run("convert", str(fixture_dir("tf_simple_rnn") / "model.xml"), "-o", str(outs[device]),
                 "--device", device)
         assert r.returncode == 0, r.stdout + r.stderr
     ops = {d: [n.op_type for n in onnx.load(str(o)).graph.node] for d, o in outs.items()}

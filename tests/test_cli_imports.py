@@ -77,7 +77,7 @@ def test_deferred_onnx_tools_work_once_used() -> None:
 def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
     """`import onnx` reads its version through a stand-in for importlib.metadata, and ir2onnx imports two of onnx-ir's
     passes from their modules without running the `passes.common` package: each real module works once used."""
-    code = ("import sys; from ir2onnx._lazy import defer_unused; defer_unused(); import onnx, ir2onnx.passes; "
+    code = ("import sys; from ir2onnx._lazy import defer_unused; defer_unused(); import onnx, ir2onnx.passes.pipeline; "
             "kinds = [type(sys.modules[n]).__name__ for n in ('importlib.metadata', 'onnx_ir.passes.common', "
             "'packaging.version', 'onnx_ir.schemas', 'platform', 'uuid')]; assert kinds == ['_Deferred'] * 6, kinds; "
             "assert 'email' not in sys.modules and 'onnx_ir.passes.common.inliner' not in sys.modules; "
@@ -85,7 +85,7 @@ def test_deferred_metadata_and_onnx_ir_passes_work_once_used() -> None:
             "assert md.distribution('onnx').version == onnx.__version__; "
             "assert type(sys.modules['importlib.metadata']).__name__ == 'module'; "
             "from onnx_ir.passes.common import InlinePass, NameFixPass; "
-            "assert NameFixPass is ir2onnx.passes.NameFixPass and InlinePass.__name__ == 'InlinePass'; "
+            "assert NameFixPass is ir2onnx.passes.pipeline.NameFixPass and InlinePass.__name__ == 'InlinePass'; "
             "import packaging.version as pv; assert pv.parse('1.10') > pv.parse('1.9'); "
             "import onnx_ir.schemas, platform, uuid; assert onnx_ir.schemas.OpSignature and platform.system(); "
             "assert uuid.uuid4().version == 4; "

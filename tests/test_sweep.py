@@ -1,5 +1,6 @@
 """The OpenVINO op sweep on a fixed sample: single-op models built with openvino.opsetN over element types, shapes
-and attributes, converted and compared with OpenVINO (scripts/sweep_openvino_ops.py runs all of them)."""
+and attributes, converted and compared with OpenVINO (scripts/sweep/sweep_openvino_ops.py runs all of
+them)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "sweep" / "sweep_openvino_ops.py"
 EVERY = 37  # about 200 of the configurations, the same ones on every run
 
 
 def test_sweep_sample_passes(tmp_path: Path) -> None:
     pytest.importorskip("openvino", reason="OpenVINO builds the models and is the reference")
     report = tmp_path / "sweep.json"
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "sweep_openvino_ops.py"), "--every", str(EVERY),
-                          "--jobs", "2", "--json", str(report)], capture_output=True, text=True, cwd=ROOT, timeout=1800,
-                         check=False)
+    run = subprocess.run([sys.executable, str(SCRIPT), "--every", str(EVERY), "--jobs", "2", "--json", str(report)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=1800, check=False)
     records = json.loads(report.read_text())
     judged = [r for r in records if r["status"] != "ov_skip"]
     failed = [f"{r['case']}: {r['status']}: {r.get('reason', '')}" for r in judged if r["status"] != "pass"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.isolate import RuntimeFailure, run_jobs
+from ir2onnx.check.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure
 from ir2onnx.check.onnx_edit import defined_names, expose, find_body, standalone_body
 from ir2onnx.check.report import CheckReport, LayerComparison, LayerwiseReport
 from ir2onnx.convert import layer_map
@@ -65,11 +66,9 @@ def _ov_layers(info: dict, arrays: list[np.ndarray]) -> dict[tuple[str, int], np
     return {(k[0], int(k[1])): a for k, a in zip(info["layers"], arrays[n:n + len(info["layers"])])}
 
 
-def run_layerwise(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], notes: list[str],  # type: ignore[no-untyped-def]
+def run_layerwise(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], notes: list[str],
                   common: dict, *, given: bool, rtol: float, atol: float, timeout: float | None,
                   bin_path: str | None) -> CheckReport:
-    from ir2onnx.check.runner import finish, model_states, ort_job, ov_job, reference_failure
-
     proto = onnx_file.proto
     device = common["device"]
     lmap = layer_map.read({p.key: p.value for p in proto.metadata_props})
@@ -101,12 +100,10 @@ def run_layerwise(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], 
     return finish(proto, got, ref, notes, common, rtol, atol, layerwise=report)
 
 
-def _descend(ir_model: IRModel, onnx_file, feed: Mapping[str, np.ndarray], path: list[Layer],  # type: ignore[no-untyped-def]
+def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], path: list[Layer],
              lmap: Mapping[str, str], device: str, rtol: float, atol: float, timeout: float | None,
              bin_path: str | None) -> LayerwiseReport:
     """Run the body of path[-1] alone in both runtimes on its first iteration's inputs and compare its layers."""
-    from ir2onnx.check.runner import ort_job, ov_job
-
     loop = path[-1]
     assert loop.body is not None
     scope = "/".join(layer.id for layer in path)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import onnx_ir as ir
@@ -15,7 +16,7 @@ from ir2onnx.ir.model import Graph, Layer
 
 if TYPE_CHECKING:
     from ir2onnx.convert.builder import GraphBuilder
-    from ir2onnx.convert.graph import Translator
+    from ir2onnx.ir.weights import Weights
 
 _TYPE_META = "ir2onnx.element_type"
 _RUNTIME_DIMS_META = "ir2onnx.runtime_dims"
@@ -107,16 +108,40 @@ class _Inputs(list):  # type: ignore[type-arg]
         return super().__getitem__(i)
 
 
+@dataclass
+class States:
+    """The model's variables (ReadValue/Assign, ops/state.py): variable id -> its state input / its stored value."""
+
+    inputs: dict[str, ir.Value] = field(default_factory=dict)
+    outputs: dict[str, ir.Value] = field(default_factory=dict)
+
+
+class BodyTranslator(Protocol):
+    """What a converter uses of the conversion it is part of (convert/graph.py's Translator): the weights, the
+    model's variables, and the translation loop, which control flow (If, Loop, TensorIterator) runs on its bodies."""
+
+    weights: Weights | None
+    states: States
+
+    def translate(self, graph: Graph, b: GraphBuilder, bindings: Mapping[str, ir.Value]) -> dict[str, ir.Value]:
+        """Emit `graph` into `b`. `bindings` gives each Parameter id its value; returns Result id -> value."""
+        ...
+
+
 class LayerContext:
-    """Per-layer view handed to a converter. Converters emit nodes only through `self.b`."""
+    """Per-layer view handed to a converter. Converters emit nodes only through `self.b`.
+
+    `version` is the opset the layer's `version` attribute names, as a number (`5` for "opset5"; see
+    registry.layer_opset): the layer's string stays as the IR wrote it."""
 
     def __init__(self, layer: Layer, graph: Graph, inputs: Sequence[ir.Value], builder: GraphBuilder,
-                 translator: Translator) -> None:
+                 translator: BodyTranslator, version: int) -> None:
         self.layer = layer
         self.graph = graph
         self.inputs = _Inputs(inputs, layer)
         self.b = builder
         self.translator = translator
+        self.version = version
 
     @property
     def opset(self) -> int:

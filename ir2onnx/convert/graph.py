@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import onnx_ir as ir
 
 from ir2onnx.convert import registry
 from ir2onnx.convert.builder import GraphBuilder, onnx_dtype
-from ir2onnx.convert.context import LayerContext, copy_runtime_dims, set_value_type, value_type
+from ir2onnx.convert.context import LayerContext, States, copy_runtime_dims, set_value_type, value_type
 from ir2onnx.errors import ConversionError, LayerConversionError, UnsupportedOp, UnsupportedOpsError
 from ir2onnx.ir.element_types import ElementType
 from ir2onnx.ir.model import Graph, Layer
@@ -49,16 +48,9 @@ def check_supported(graph: Graph) -> None:
         raise UnsupportedOpsError(missing)
 
 
-@dataclass
-class States:
-    """The model's variables (ReadValue/Assign, ops/state.py): variable id -> its state input / its stored value."""
-
-    inputs: dict[str, ir.Value] = field(default_factory=dict)
-    outputs: dict[str, ir.Value] = field(default_factory=dict)
-
-
 class Translator:
-    """Shared state of one conversion (the weights, the variables). Bodies are translated by the same loop."""
+    """Shared state of one conversion (the weights, the variables). Bodies are translated by the same loop.
+    (Converters see it as context.BodyTranslator.)"""
 
     def __init__(self, weights: Weights | None) -> None:
         self.weights = weights
@@ -140,7 +132,7 @@ class Translator:
         saved = b.hint, b.layer, b.where
         b.hint, b.layer, b.where = layer.name or f"{layer.type}_{layer.id}", layer, layer.where()
         b.require_opset(registry.min_onnx_opset(fn), f"{layer.type} is expressed with ONNX ops of that opset")
-        ctx = LayerContext(layer, graph, inputs, b, self)
+        ctx = LayerContext(layer, graph, inputs, b, self, registry.layer_opset(layer.type, layer.version))
         try:
             out = fn(ctx)
         except ConversionError:

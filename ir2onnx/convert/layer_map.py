@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import may_hold_graphs, subgraphs
+from ir2onnx.passes.analysis.graph import may_hold_graphs, subgraphs
 
 METADATA_KEY = "ir2onnx.layer_outputs"
 _META = "ir2onnx.layer_values"

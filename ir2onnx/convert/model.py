@@ -16,8 +16,15 @@ import onnx_ir as ir
 
 from ir2onnx.convert import layer_map
 from ir2onnx.convert.builder import GraphBuilder, OpsetNeed, onnx_dtype
-from ir2onnx.convert.context import copy_runtime_dims, has_runtime_dims, runtime_axes, set_value_type, value_type
-from ir2onnx.convert.graph import States, Translator, body_output, check_supported, declare_type
+from ir2onnx.convert.context import (
+    States,
+    copy_runtime_dims,
+    has_runtime_dims,
+    runtime_axes,
+    set_value_type,
+    value_type,
+)
+from ir2onnx.convert.graph import Translator, body_output, check_supported, declare_type
 from ir2onnx.convert.ops.state import NEXT_SUFFIX
 from ir2onnx.convert.pre_process import subtract_means
 from ir2onnx.errors import ConversionError, OpsetError
@@ -27,7 +34,7 @@ from ir2onnx.ir.op_outputs import output_count
 from ir2onnx.ir.weights import Weights
 from ir2onnx.ir.xml_reader import parameter_shape, parameter_type, split_names
 from ir2onnx.markers import STATES
-from ir2onnx.passes.static_shapes import infer_shapes
+from ir2onnx.passes.analysis.shapes import infer_shapes
 
 MIN_OPSET = 17
 

@@ -17,7 +17,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import LAYER_META
 from ir2onnx.convert.ort_helper import start_session_load
 from ir2onnx.errors import InvalidModelError
-from ir2onnx.passes.loop_utils import all_nodes
+from ir2onnx.passes.analysis.graph import all_nodes
 from ir2onnx.protos import weightless_proto
 
 _NODE_PATTERNS = (

@@ -28,22 +28,19 @@ from collections.abc import Callable, MutableSet
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.replacing import ReplacingPass
-from ir2onnx.passes.fuse_rnn_util import (
-    Emitter,
-    Subgraph,
-    all_names,
+from ir2onnx.passes.analysis.graph import (
+    all_nodes,
     attr,
-    derivations,
+    carried_count,
     input_at,
-    own_weight_nodes,
-    own_weights,
-    replace_node,
-    shape_of,
-    value_dtype,
+    is_default_domain,
+    scan_ints,
+    stacked_outputs,
 )
-from ir2onnx.passes.loop_utils import all_nodes, carried_count, is_default_domain, scan_ints, stacked_outputs
-from ir2onnx.passes.static_shapes import infer_shapes
+from ir2onnx.passes.analysis.shapes import infer_shapes
+from ir2onnx.passes.analysis.values import derivations, shape_of, value_dtype
+from ir2onnx.passes.replacing import ReplacingPass
+from ir2onnx.passes.rewrite import Emitter, Subgraph, all_names, own_weight_nodes, own_weights, replace_node
 
 # the axes of X (layout 0: [steps, batch, input]) that must not be empty, per recurrent op
 RECURRENT_AXES = {"GRU": (0, 1), "LSTM": (1,)}

@@ -17,18 +17,10 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
+from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
+from ir2onnx.passes.analysis.values import Dims, const_ints, derivations, shape_of
 from ir2onnx.passes.replacing import ReplacingPass
-from ir2onnx.passes.fuse_rnn_util import (
-    Dims,
-    Emitter,
-    all_names,
-    attr,
-    derivations,
-    input_at,
-    replace_node,
-    shape_of,
-)
-from ir2onnx.passes.loop_utils import all_nodes, const_ints, is_default_domain
+from ir2onnx.passes.rewrite import Emitter, all_names, replace_node
 
 
 class EmptyReductionsPass(ReplacingPass):

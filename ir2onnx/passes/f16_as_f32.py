@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import all_nodes, subgraphs
+from ir2onnx.passes.analysis.graph import all_nodes, subgraphs
 
 F16, F32 = ir.DataType.FLOAT16, ir.DataType.FLOAT
 

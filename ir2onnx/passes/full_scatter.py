@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_loops import Index, Lin, dim_lin, element0, outer_index
-from ir2onnx.passes.fuse_rnn_util import NoMatch, attr, producer, through
-from ir2onnx.passes.loop_utils import UNARY_ELEMENTWISE, all_nodes, const_ints, is_default_domain
-from ir2onnx.passes.static_shapes import StaticShapes
+from ir2onnx.passes.analysis.affine import Index, Lin, dim_lin, element0, outer_index
+from ir2onnx.passes.analysis.graph import (
+    UNARY_ELEMENTWISE,
+    NoMatch,
+    all_nodes,
+    attr,
+    is_default_domain,
+    producer,
+    through,
+)
+from ir2onnx.passes.analysis.shapes import StaticShapes
+from ir2onnx.passes.analysis.values import const_ints
 
 
 class FullScatterPass(ir.passes.InPlacePass):

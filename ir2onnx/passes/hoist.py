@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import (
+from ir2onnx.passes.analysis.graph import (
     NONDETERMINISTIC,
     defined_in,
-    inherit_meta,
     is_default_domain,
     loops_innermost_first,
     subgraphs,
 )
+from ir2onnx.passes.rewrite import inherit_meta
 
 
 class HoistLoopInvariantsPass(ir.passes.InPlacePass):

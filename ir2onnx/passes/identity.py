@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import all_nodes, is_default_domain, take_place
+from ir2onnx.passes.analysis.graph import all_nodes, is_default_domain
+from ir2onnx.passes.rewrite import take_place
 
 
 class RemoveIdentityPass(ir.passes.InPlacePass):

@@ -21,19 +21,16 @@ from typing import NamedTuple
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import (
+from ir2onnx.passes.analysis.graph import (
     BROADCASTING_BINARY,
     UNARY_ELEMENTWISE,
-    const_array,
-    const_ints,
     defined_in,
-    inherit_meta,
     is_default_domain,
-    keep_read_scan_inputs,
     loops_innermost_first,
-    rank,
     scan_ints,
 )
+from ir2onnx.passes.analysis.values import const_ints, literal_array, rank
+from ir2onnx.passes.rewrite import inherit_meta, keep_read_scan_inputs
 
 # Ops computing each sample of their first axis (the batch N) from that sample alone. Lifted, they run once over
 # every step's samples merged into N. (Poolings would qualify, but they come out of the translation behind the Pads
@@ -165,7 +162,7 @@ def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:
     extra = r - (x_rank - axis)
     if extra <= 0:
         return True
-    arr = const_array(v)
+    arr = literal_array(v)
     shape = arr.shape if arr is not None else v.shape
     return shape is not None and all(d == 1 for d in list(shape)[:extra])
 
@@ -386,7 +383,7 @@ def _is_plus_one(end: ir.Value | None, start: ir.Value) -> bool:
         return False
     a, b = node.inputs
     other = b if a is start else a if b is start else None
-    arr = const_array(other)
+    arr = literal_array(other)
     return arr is not None and arr.shape in ((), (1,)) and arr.dtype.kind in "iu" and int(arr.reshape(-1)[0]) == 1
 
 
@@ -398,7 +395,7 @@ def _scalar_of(start: ir.Value, body: ir.Graph) -> tuple[ir.Value, list[ir.Node]
     if node is not None and node.op_type == "Mul" and is_default_domain(node) and len(node.inputs) == 2:
         a, b = node.inputs
         for this, other in ((a, b), (b, a)):
-            arr = const_array(other)
+            arr = literal_array(other)
             if this is not None and arr is not None and arr.size == 1 and arr.ndim <= 1 and arr.reshape(-1)[0] == 1:
                 v = this
                 node = v.producer()

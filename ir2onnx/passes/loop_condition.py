@@ -13,8 +13,9 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name, input_at
-from ir2onnx.passes.loop_utils import const_array, inherit_meta, is_default_domain, loops_innermost_first
+from ir2onnx.passes.analysis.graph import input_at, is_default_domain, loops_innermost_first
+from ir2onnx.passes.analysis.values import literal_array
+from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta
 
 
 class LoopConditionPass(ir.passes.InPlacePass):
@@ -31,7 +32,7 @@ def _return_condition_input(loop: ir.Node, body: ir.Graph, names: MutableSet[str
     out, cond_in = body.outputs[0], body.inputs[1]
     copy = out.producer()
     source = copy.inputs[0] if copy is not None and copy.op_type == "Identity" and is_default_domain(copy) else out
-    value = const_array(source)
+    value = literal_array(source)
     if source is None or value is None or value.size != 1 or not bool(value.reshape(-1)[0]):
         return False
     if copy is not None and source is not out and copy.graph is body and not out.uses() and \

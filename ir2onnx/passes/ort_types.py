@@ -49,8 +49,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ir2onnx.passes.analysis.graph import all_nodes
 from ir2onnx.passes.replacing import ReplacingPass
-from ir2onnx.passes.loop_utils import all_nodes
 
 log = logging.getLogger("ir2onnx")
 

@@ -32,27 +32,27 @@ from onnx_ir.passes.common.naming import NameFixPass  # from the modules: see ir
 from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
 from ir2onnx.convert import layer_map
-from ir2onnx.passes.chunk_rnn import ChunkRecurrentPass
+from ir2onnx.passes.analysis.graph import LOOP_OPS, all_nodes
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
-from ir2onnx.passes.full_lengths import DropFullSequenceLensPass, FullReversalPass
 from ir2onnx.passes.full_scatter import FullScatterPass
-from ir2onnx.passes.fuse_rnn import FuseRecurrentLoopsPass
-from ir2onnx.passes.gru_scan import GRUAsScanPass
 from ir2onnx.passes.hoist import HoistLoopInvariantsPass
 from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
-from ir2onnx.passes.loop_utils import LOOP_OPS, all_nodes
 from ir2onnx.passes.ort_types import OrtTypesPass
-from ir2onnx.passes.prefix_mask import PrefixMaskPass
+from ir2onnx.passes.recurrent.chunk_rnn import ChunkRecurrentPass
+from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass, FullReversalPass
+from ir2onnx.passes.recurrent.fuse import FuseRecurrentLoopsPass
+from ir2onnx.passes.recurrent.gru_scan import GRUAsScanPass
+from ir2onnx.passes.recurrent.prefix_mask import PrefixMaskPass
+from ir2onnx.passes.recurrent.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.recurrent.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.replacing import ReplacingPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
-from ir2onnx.passes.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
-from ir2onnx.passes.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 from ir2onnx.passes.state_layout import CarriedLayoutPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
@@ -69,6 +69,7 @@ class Options:
     fuse: bool = True
     device: str = "cpu"
     f16_as_f32: bool = False
+    skip: frozenset[str] = frozenset()  # passes (class names) or stages left out: to find which one changes a result
 
 
 PassFactory = Callable[[], ir.passes.PassBase]
@@ -91,8 +92,17 @@ class Stage(ir.passes.InPlacePass):
                 layer_map.substitute(model, p.replaced)
         return ir.passes.PassResult(model, modified)
 
+    def without(self, skip: frozenset[str]) -> Stage:
+        """This stage without the passes named in `skip` (itself when none is)."""
+        kept = tuple(m for m in self.passes if pass_name(m) not in skip)
+        return self if len(kept) == len(self.passes) else Stage(self.name, kept)
+
     def __repr__(self) -> str:
-        return f"Stage({self.name!r}, {[getattr(m, '__name__', repr(m)) for m in self.passes]})"
+        return f"Stage({self.name!r}, {[pass_name(m) for m in self.passes]})"
+
+
+def pass_name(make: PassFactory) -> str:
+    return getattr(make, "__name__", type(make).__name__)
 
 
 class FuseAfterMovingWork(Stage):
@@ -107,6 +117,13 @@ class FuseAfterMovingWork(Stage):
         super().__init__(name, ())
         self.rounds = [Stage(f"{name} {i + 1}", (*r, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass))
                        for i, r in enumerate(rounds)]
+
+    def without(self, skip: frozenset[str]) -> Stage:
+        if not any(pass_name(m) in skip for r in self.rounds for m in r.passes):
+            return self
+        out = FuseAfterMovingWork(self.name, ())
+        out.rounds = [r.without(skip) for r in self.rounds]
+        return out
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         modified = False
@@ -190,7 +207,17 @@ def stages(options: Options) -> list[Stage]:
     """The stages a conversion with `options` runs, in order."""
     if options.device not in DEVICES:
         raise ValueError(f"unknown device '{options.device}' (cpu or cuda)")
-    return [s.stage for s in PIPELINE if s.when(options)]
+    return [s.stage.without(options.skip) for s in PIPELINE if s.when(options) and s.stage.name not in options.skip]
+
+
+def names() -> frozenset[str]:
+    """The names `Options.skip` takes: every stage's, and every pass's (class name)."""
+    out: set[str] = set()
+    for s in PIPELINE:
+        out.add(s.stage.name)
+        rounds = s.stage.rounds if isinstance(s.stage, FuseAfterMovingWork) else [s.stage]
+        out.update(pass_name(m) for r in rounds for m in r.passes)
+    return frozenset(out)
 
 
 def stage(name: str) -> Stage:

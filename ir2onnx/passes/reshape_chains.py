@@ -25,16 +25,10 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, attributes, fresh_name
-from ir2onnx.passes.loop_utils import (
-    all_graphs,
-    const_ints,
-    inherit_meta,
-    is_default_domain,
-    read_instead,
-    take_place,
-)
-from ir2onnx.passes.static_shapes import Shape, StaticShapes, transpose_perm
+from ir2onnx.passes.analysis.graph import all_graphs, is_default_domain
+from ir2onnx.passes.analysis.shapes import Shape, StaticShapes, transpose_perm
+from ir2onnx.passes.analysis.values import const_ints
+from ir2onnx.passes.rewrite import all_names, attributes, fresh_name, inherit_meta, read_instead, take_place
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
 

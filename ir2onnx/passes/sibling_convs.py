@@ -21,8 +21,9 @@ from collections.abc import MutableSet
 import numpy as np
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import Emitter, all_names, attr, const_array, input_at, replace_node
-from ir2onnx.passes.loop_utils import is_default_domain, loops_innermost_first
+from ir2onnx.passes.analysis.graph import attr, input_at, is_default_domain, loops_innermost_first
+from ir2onnx.passes.analysis.values import const_array
+from ir2onnx.passes.rewrite import Emitter, all_names, replace_node
 
 
 class MergeSiblingConvsPass(ir.passes.InPlacePass):

@@ -19,18 +19,19 @@ from typing import NamedTuple
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, attr, distinct_output, fresh_name, input_at, rank_of
-from ir2onnx.passes.loop_utils import (
+from ir2onnx.passes.analysis.graph import (
     BROADCASTING_BINARY,
     NONDETERMINISTIC,
     UNARY_ELEMENTWISE,
-    const_ints,
+    attr,
     defined_in,
-    inherit_meta,
+    input_at,
     is_default_domain,
     loops_innermost_first,
     stacked_outputs,
 )
+from ir2onnx.passes.analysis.values import const_ints, rank_of
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta
 
 _GLUE = frozenset({"Identity", "Unsqueeze", "Squeeze", "Reshape", "Transpose"})
 

@@ -23,16 +23,9 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name
-from ir2onnx.passes.loop_utils import (
-    const_ints,
-    inherit_meta,
-    is_default_domain,
-    loops_innermost_first,
-    read_instead,
-    stacked_outputs,
-    take_place,
-)
+from ir2onnx.passes.analysis.graph import is_default_domain, loops_innermost_first, stacked_outputs
+from ir2onnx.passes.analysis.values import const_ints
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, read_instead, take_place
 
 
 class StackedOutputsPass(ir.passes.InPlacePass):

@@ -14,8 +14,8 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_util import all_names, distinct_output, fresh_name, producer
-from ir2onnx.passes.loop_utils import carried_count, explicit_perm, inherit_meta, loops_innermost_first
+from ir2onnx.passes.analysis.graph import carried_count, explicit_perm, loops_innermost_first, producer
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta
 
 
 class CarriedLayoutPass(ir.passes.InPlacePass):

@@ -20,16 +20,12 @@ from collections.abc import MutableSet
 
 import onnx_ir as ir
 
-from ir2onnx.passes.fuse_rnn_loops import State, buffer_row, loop_iterations
-from ir2onnx.passes.fuse_rnn_util import (
-    NoMatch,
-    all_names,
-    distinct_output,
-    fresh_name,
-    producer,
-    replace_node,
-)
-from ir2onnx.passes.loop_utils import const_ints, explicit_perm, inherit_meta, is_default_domain, loops_innermost_first
+from ir2onnx.passes.analysis.graph import NoMatch, explicit_perm, is_default_domain, loops_innermost_first, producer
+from ir2onnx.passes.analysis.values import const_ints
+from ir2onnx.passes.recurrent.buffers import buffer_row
+from ir2onnx.passes.recurrent.loops import loop_iterations
+from ir2onnx.passes.recurrent.views import State
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, replace_node
 
 
 class TensorListOutputsPass(ir.passes.InPlacePass):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ir2onnx.passes.loop_utils import all_nodes
+from ir2onnx.passes.analysis.graph import all_nodes
 
 
 class RemoveUnusedSubgraphInitializersPass(ir.passes.InPlacePass):

@@ -15,6 +15,7 @@ import ir2onnx
 from ir2onnx.check.inputs import default_inputs
 from ir2onnx.ir import load
 from tests.convert.control_flow.builders import loop_model
+from tests.fixture_paths import fixture_dir
 from tests.utils import save_ir
 
 
@@ -170,19 +171,32 @@ def test_shape_inputs_are_named_for_inputs_file(tmp_path: Path) -> None:
     assert any("input target" in n and "--inputs" in n for n in notes)
 
 
-@pytest.mark.parametrize("make", [matmul_dynamic], ids=["matmul"])
-def test_onnx_shape_inference_without_openvino(tmp_path: Path, make: Callable[[], ov.Model]) -> None:
-    """Without OpenVINO to ask, ONNX shape inference in strict mode picks sizes onnxruntime accepts."""
+@pytest.mark.parametrize(("make", "fixed"), [(matmul_dynamic, {"X": {1: 7}})], ids=["matmul"])
+def test_onnx_shape_inference_without_openvino(tmp_path: Path, make: Callable[[], ov.Model],
+                                               fixed: dict[str, dict[int, int]]) -> None:
+    """Without OpenVINO to ask, ONNX shape inference in strict mode picks sizes onnxruntime accepts: the sizes the
+    model fixes (`fixed`: input -> axis -> size, e.g. a MatMul's inner dimension from its weights), any other size
+    positive. The outputs on those inputs are OpenVINO's on the IR."""
     from ir2onnx.check.inputs import random_inputs
     from ir2onnx.check.onnxruntime_run import run_onnxruntime
+    from ir2onnx.check.openvino_ref import run_openvino
 
-    proto = ir2onnx.convert(save_ir(make(), tmp_path))
+    xml = save_ir(make(), tmp_path)
+    proto = ir2onnx.convert(xml)
     feed = random_inputs(proto)
-    run_onnxruntime(proto, feed)
+    assert list(feed) == [i.name for i in proto.graph.input]
+    shapes = {name: a.shape for name, a in feed.items()}
+    assert all(d > 0 for shape in shapes.values() for d in shape), shapes
+    assert all(shapes[name][axis] == size for name, sizes in fixed.items() for axis, size in sizes.items()), shapes
+    got = run_onnxruntime(proto, feed)
+    want = run_openvino(str(xml), feed)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
 def test_ports_without_names() -> None:
     """A TensorIterator slicing axis 2 whose ports carry no tensor names (as in OpenVINO's own IR frontend tests):
     OpenVINO gives its input no name, so the check feeds it by its Parameter's layer name, as ir2onnx names it."""
-    report = ir2onnx.check(Path(__file__).parent.parent / "fixtures" / "ov_ti_unnamed_ports" / "model.xml")
+    report = ir2onnx.check(fixture_dir("ov_ti_unnamed_ports") / "model.xml")
     assert report.passed and [o.name for o in report.outputs] == ["columns"]

@@ -1,8 +1,8 @@
-"""Whole networks as users convert them (tests/fixtures/net_*, made by scripts/make_network_fixtures.py from PyTorch
-models through OpenVINO's PyTorch and ONNX frontends): a ShuffleNet with ShuffleChannels, CRNN text recognisers
+"""Whole networks as users convert them (tests/fixtures/net_*, made by scripts/fixtures/make_network_fixtures.py from
+PyTorch models through OpenVINO's PyTorch and ONNX frontends): a ShuffleNet with ShuffleChannels, CRNN text recognisers
 with HSigmoid/HardSigmoid, HSwish, AdaptiveAvgPool and a bidirectional LSTMSequence, a transformer recogniser with
-ScaledDotProductAttention, multi-head attention over keys and values of their own widths on run-time shapes; f32
-and f16-compressed weights.
+ScaledDotProductAttention, multi-head attention over keys and values of their own widths on run-time shapes; f32 and
+f16-compressed weights.
 
 Each converts, passes the ONNX checker, and matches OpenVINO on the IR (names, shapes, values) and PyTorch's own
 outputs stored beside it (f16-compressed weights: OpenVINO only, since the weights changed).
@@ -10,34 +10,25 @@ outputs stored beside it (f16-compressed weights: OpenVINO only, since the weigh
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
 import pytest
 
+from tests.fixture_paths import fixture_names, load_fixture
 from tests.utils import assert_equivalent, assert_outputs, count_ops
 
-ROOT = Path(__file__).resolve().parent.parent / "fixtures"
-NETWORKS = sorted(p.name for p in ROOT.iterdir() if p.name.startswith("net_"))
+NETWORKS = fixture_names("net_")
 RTOL, ATOL = 1e-4, 1e-5  # tens of layers of f32 arithmetic in two runtimes
-
-
-def _load(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
-    d = ROOT / name
-    inputs, expected = np.load(d / "inputs.npz"), np.load(d / "expected.npz")
-    return d / "model.xml", [inputs[n] for n in inputs.files], [expected[f"arr_{i}"] for i in range(len(expected.files))]
 
 
 @pytest.mark.parametrize("name", NETWORKS)
 def test_network_matches_openvino(name: str) -> None:
-    xml, inputs, expected = _load(name)
+    xml, inputs, expected = load_fixture(name)
     proto = assert_equivalent(xml, inputs, rtol=RTOL, atol=ATOL)
     if not name.endswith("_f16"):
         assert_outputs(xml, inputs, expected, rtol=1e-3, atol=1e-4, proto=proto)  # PyTorch computed differently
 
 
 def test_recognisers_keep_their_recurrence_fused() -> None:
-    xml, _, _ = _load("net_crnn_ocr")
+    xml, _, _ = load_fixture("net_crnn_ocr")
     from tests.utils import convert_checked
 
     proto = convert_checked(xml)
@@ -54,7 +45,7 @@ def test_default_inputs_of_attention_over_keys_and_values(name: str, layerwise: 
     that name for OpenVINO's output name)."""
     import ir2onnx
 
-    xml, _, _ = _load(name)
+    xml, _, _ = load_fixture(name)
     report = ir2onnx.check(xml, layerwise=layerwise)
     assert report.passed, report
     assert any("all of one size" in n for n in report.notes)

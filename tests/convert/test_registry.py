@@ -10,12 +10,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ops_index_is_current() -> None:
-    spec = importlib.util.spec_from_file_location("gen_operators", ROOT / "scripts" / "gen_operators.py")
+    spec = importlib.util.spec_from_file_location("gen_operators", ROOT / "scripts" / "gen" / "gen_operators.py")
     assert spec is not None and spec.loader is not None
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
     assert (ROOT / "ir2onnx" / "convert" / "ops" / "index.py").read_text() == gen.render_index(), \
-        "ir2onnx/convert/ops/index.py is out of date: run python scripts/gen_operators.py"
+        "ir2onnx/convert/ops/index.py is out of date: run python scripts/gen/gen_operators.py"
 
 
 _PROBE = """
@@ -23,7 +23,7 @@ import json, sys
 from ir2onnx.convert import ops, registry
 types = json.loads(sys.argv[1])
 ops.load(types)  # only the modules the index names for these types
-print(json.dumps({t: sorted(registry._REGISTRY.get(t, {})) for t in types}))
+print(json.dumps({t: registry.REGISTRY.loaded_opsets(t) for t in types}))
 """
 
 

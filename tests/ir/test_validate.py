@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx.reference import ReferenceEvaluator
 
 import ir2onnx
 from ir2onnx.errors import IRReadError, IRValidationError
@@ -99,7 +103,19 @@ def _write(tmp_path: Path, replace: tuple[str, str] | None, bin_size: int) -> Pa
 
 
 def test_valid_template_converts(tmp_path: Path) -> None:
-    ir2onnx.convert(_write(tmp_path, None, 8))
+    """The template every case breaks is valid: y = x + w, f32[2], w read from the .bin."""
+    proto = ir2onnx.convert(_write(tmp_path, None, 8))
+    onnx.checker.check_model(proto, full_check=True)
+
+    def signature(values: Sequence[onnx.ValueInfoProto]) -> list[tuple[str, int, list[int]]]:
+        return [(v.name, v.type.tensor_type.elem_type, [d.dim_value for d in v.type.tensor_type.shape.dim])
+                for v in values]
+
+    assert signature(proto.graph.input) == [("x", onnx.TensorProto.FLOAT, [2])]
+    assert signature(proto.graph.output) == [("y", onnx.TensorProto.FLOAT, [2])]
+    assert [node.op_type for node in proto.graph.node] == ["Add"]
+    (y,) = ReferenceEvaluator(proto).run(None, {"x": np.array([3.0, -1.0], np.float32)})
+    np.testing.assert_array_equal(y, np.array([4.0, 1.0], np.float32))  # w = [1, 2] from the .bin
 
 
 @pytest.mark.parametrize("around", [("\n\n", ""), ("", "//\n"), ("  \n", "<!-- end -->\ntrailing text")],

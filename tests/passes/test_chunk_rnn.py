@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import chunk_rnn
+from ir2onnx.passes.recurrent import chunk_rnn
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, rewritten, rng_inputs, save_ir
 

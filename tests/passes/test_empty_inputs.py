@@ -17,11 +17,11 @@ from onnx import TensorProto, helper, numpy_helper
 import ir2onnx
 from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
+from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import recurrent_loop
 from tests.passes.test_fuse_rnn import _inputs
 from tests.utils import count_ops, rewritten, save_ir, weight_levels
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 I, H = 3, 4
 
 _RUN = """

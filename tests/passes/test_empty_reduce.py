@@ -18,10 +18,9 @@ from ir2onnx.check.onnx_edit import all_nodes
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.errors import ConversionError
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
+from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, save_ir
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _reduce_model(op: str, keepdims: int | None, axes: list[int] | None, shape: list[int | str],

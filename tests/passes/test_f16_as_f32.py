@@ -14,8 +14,8 @@ import ir2onnx
 from ir2onnx.check.compare import compare_output
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
+from ir2onnx.passes.analysis.shapes import infer_shapes
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
-from ir2onnx.passes.static_shapes import infer_shapes
 from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
 from tests.utils import assert_equivalent, count_ops, ov, save_ir
 

@@ -15,13 +15,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import chunk_rnn
 from ir2onnx.passes.pipeline import optimize
-from ir2onnx.passes.full_lengths import DropFullSequenceLensPass
+from ir2onnx.passes.recurrent import chunk_rnn
+from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass
+from tests.fixture_paths import FIXTURES
 from tests.passes.test_chunk_rnn import rnn_model
 from tests.utils import all_nodes, assert_equivalent, count_ops, gru_dispatches
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 I, H = 3, 4
 RECURRENT = ("LSTM", "GRU", "RNN")
 

@@ -14,9 +14,10 @@ import pytest
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes.fuse_rnn_cells import _Reader
-from ir2onnx.passes.fuse_rnn_util import NoMatch
+from ir2onnx.passes.analysis.graph import NoMatch
+from ir2onnx.passes.recurrent.cells import _Reader
 from tests.convert.control_flow.builders import ti_lstm
+from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import is_lstm, masked_ti_lstm, openvino_sequence_ti, recurrent_loop, spelled
 from tests.utils import (
     all_nodes,
@@ -30,7 +31,6 @@ from tests.utils import (
 )
 
 RECURRENT = ("LSTM", "GRU", "RNN")
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _inputs(kind: str, batch: int = 2, steps: int = 5, inputs: int = 4, hidden: int = 3, seed: int = 0) -> list[np.ndarray]:
@@ -290,7 +290,7 @@ def test_loop_shorter_than_the_sequence_stays_a_loop(tmp_path: Path) -> None:
 @pytest.mark.parametrize("batch", [1, 3])
 def test_tensorflow_keras_layers(name: str, op: str, batch: int) -> None:
     """Keras layers converted by OpenVINO's TensorFlow frontend: a Loop with counters, a Gather per step and a
-    TensorList buffer written by ScatterND (scripts/make_rnn_fixtures.py)."""
+    TensorList buffer written by ScatterND (scripts/fixtures/make_rnn_fixtures.py)."""
     xml = FIXTURES / name / "model.xml"
     x = rng_inputs([((batch, 5, 4), np.float32)], seed=batch)
     fused = assert_equivalent(xml, x, optimize=False)
@@ -319,7 +319,7 @@ def test_f16_network_stays_a_loop(tmp_path: Path) -> None:
     assert count_loops(proto) == 1
 
 
-# Framework fixtures (scripts/make_tf_fixtures.py): the number of fused nodes each becomes
+# Framework fixtures (scripts/fixtures/make_tf_fixtures.py): the number of fused nodes each becomes
 FRAMEWORK = {"tf_lstm_seq": 1, "tf_lstm_last": 1, "tf_lstm_backwards": 1, "tf_gru_reset_after": 1,
              "tf_gru_reset_before": 1, "tf_simple_rnn": 1, "tf_bidirectional_lstm": 2,
              "tf_bidirectional_gru_last": 2, "tf_lstm_two_layers": 2, "tf_lstm_hard_sigmoid": 1, "tf_gru_relu": 1,

@@ -1,4 +1,4 @@
-"""The passes' shape and constant derivation (fuse_rnn_util.shape_of / const_array) on unrolled recurrences."""
+"""The passes' shape and constant derivation (analysis/values.py: shape_of / const_array) on unrolled recurrences."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper
 
-from ir2onnx.passes import fuse_rnn_util
+from ir2onnx.passes import rewrite
+from ir2onnx.passes.analysis import values as derived
 
 
 def unrolled(steps: int) -> ir.Graph:
@@ -39,7 +40,7 @@ def test_each_value_is_derived_once(monkeypatch: pytest.MonkeyPatch, query: str)
     steps = 14
     graph = unrolled(steps)
     calls = {"derive": 0, "fold": 0}
-    derive, fold = fuse_rnn_util._derive, fuse_rnn_util._fold
+    derive, fold = derived._derive, derived._fold
 
     def counted_derive(*args: object) -> object:
         calls["derive"] += 1
@@ -49,12 +50,12 @@ def test_each_value_is_derived_once(monkeypatch: pytest.MonkeyPatch, query: str)
         calls["fold"] += 1
         return fold(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(fuse_rnn_util, "_derive", counted_derive)
-    monkeypatch.setattr(fuse_rnn_util, "_fold", counted_fold)
+    monkeypatch.setattr(derived, "_derive", counted_derive)
+    monkeypatch.setattr(derived, "_fold", counted_fold)
     if query == "shape_of":
-        assert fuse_rnn_util.shape_of(graph.outputs[0]) == (None, 8)
+        assert derived.shape_of(graph.outputs[0]) == (None, 8)
     else:  # the last state's Shape reads a run-time batch: not a constant, found without walking every path
-        assert fuse_rnn_util.const_array(graph.outputs[1]) is None
+        assert derived.const_array(graph.outputs[1]) is None
     assert calls["derive"] + calls["fold"] <= 2 * len(graph)
 
 
@@ -80,9 +81,9 @@ def test_deeper_than_python_recursion_limit(query: str) -> None:
     limit = sys.getrecursionlimit()
     last = graph.node(2 * 5000 - 2).outputs[0]
     if query == "shape_of":
-        assert fuse_rnn_util.shape_of(last) == (None, 8)
+        assert derived.shape_of(last) == (None, 8)
     else:
-        assert fuse_rnn_util.const_array(last) is None
+        assert derived.const_array(last) is None
     assert sys.getrecursionlimit() == limit
 
 
@@ -91,19 +92,19 @@ def test_derivations_block_walks_each_value_once(monkeypatch: pytest.MonkeyPatch
     where a table per query walks the chain once per value (quadratic)."""
     graph = chain(300)
     calls = [0]
-    derive = fuse_rnn_util._derive
+    derive = derived._derive
 
     def counted(*args: object) -> object:
         calls[0] += 1
         return derive(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(fuse_rnn_util, "_derive", counted)
+    monkeypatch.setattr(derived, "_derive", counted)
     values = [n.outputs[0] for n in graph if n.op_type == "Relu"]
-    with fuse_rnn_util.derivations():
-        assert all(fuse_rnn_util.shape_of(v) == (None, 8) for v in values)
+    with derived.derivations():
+        assert all(derived.shape_of(v) == (None, 8) for v in values)
     assert calls[0] <= 300
     calls[0] = 0
-    assert all(fuse_rnn_util.shape_of(v) == (None, 8) for v in values[:30])
+    assert all(derived.shape_of(v) == (None, 8) for v in values[:30])
     assert calls[0] == sum(range(1, 31))  # without the block: each query walks back to the input
 
 
@@ -118,7 +119,7 @@ ATTRIBUTE_VALUES = {
 @pytest.mark.parametrize("kind", ATTRIBUTE_VALUES, ids=list(ATTRIBUTE_VALUES))
 def test_attributes_as_onnx_ir_converts_them(kind: str) -> None:
     value = ATTRIBUTE_VALUES[kind]
-    (fast,) = fuse_rnn_util.attributes({"a": value})
+    (fast,) = rewrite.attributes({"a": value})
     (general,) = ir.convenience.convert_attributes({"a": value})
     assert (fast.name, fast.type) == (general.name, general.type)
     if fast.type == ir.AttributeType.GRAPH:
@@ -135,4 +136,4 @@ def test_attributes_refuses_what_onnx_ir_refuses(value: object) -> None:
     with pytest.raises(TypeError):
         ir.convenience.convert_attributes({"a": value})
     with pytest.raises(TypeError):
-        fuse_rnn_util.attributes({"a": value})
+        rewrite.attributes({"a": value})

@@ -3,7 +3,6 @@ on a run-time batch, an If on it picks the Scan or the GRU node. Small batches, 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,12 +14,12 @@ from onnx import TensorProto, helper, numpy_helper
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.pipeline import optimize
-from ir2onnx.passes.gru_scan import GRUAsScanPass, min_batch
+from ir2onnx.passes.recurrent.gru_scan import GRUAsScanPass, min_batch
+from tests.fixture_paths import FIXTURES
 from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten, weight_levels
 
 H, I = 256, 4
 BIG = min_batch(H)
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def gru_model(steps: int | str, batch: int | str, *, bias: bool = True, h0: bool = True, outputs: str = "both",

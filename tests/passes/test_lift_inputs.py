@@ -16,11 +16,11 @@ import pytest
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes import lift_inputs
+from tests.fixture_paths import FIXTURES
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
 
 IN = [((2, 5, 8), np.float32), ((2, 8), np.float32)]
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -8,9 +8,9 @@ import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper
 
-from ir2onnx.passes import fuse_rnn_util
-from ir2onnx.passes.fuse_rnn_util import all_names, fresh_name
-from ir2onnx.passes.loop_utils import all_graphs, all_nodes
+from ir2onnx.passes import rewrite
+from ir2onnx.passes.analysis.graph import all_graphs, all_nodes
+from ir2onnx.passes.rewrite import all_names, fresh_name
 
 
 def _vi(name: str) -> onnx.ValueInfoProto:
@@ -86,13 +86,13 @@ def fuse_rnn_util_names(graph: ir.Graph) -> set[str]:
 def test_names_are_collected_when_first_used(monkeypatch: pytest.MonkeyPatch) -> None:
     model = nested()
     walks = []
-    real = fuse_rnn_util.all_graphs
+    real = rewrite.all_graphs
 
     def counted(graph: ir.Graph):  # type: ignore[no-untyped-def]
         walks.append(graph)
         return real(graph)
 
-    monkeypatch.setattr(fuse_rnn_util, "all_graphs", counted)
+    monkeypatch.setattr(rewrite, "all_graphs", counted)
     names = all_names(model.graph)
     assert walks == []  # a pass that rewrites nothing never walks the model for names
     assert fresh_name(names, "s2") == "s2_1"  # the first question collects them, once

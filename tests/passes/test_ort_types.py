@@ -226,7 +226,7 @@ def test_shipped_table_is_the_installed_cpu_build_list() -> None:
     if not set(ort.get_available_providers()) <= ort_types._SAFE_PROVIDERS:
         pytest.skip("this onnxruntime build cannot be asked for its kernels")
     listed = json.loads(json.dumps(ort_types.listed_cpu_kernels()))
-    assert listed == table["kernels"], "regenerate it: python scripts/gen_ort_kernels.py"
+    assert listed == table["kernels"], "regenerate it: python scripts/gen/gen_ort_kernels.py"
 
 
 def test_table_read_by_op_is_the_whole_table() -> None:

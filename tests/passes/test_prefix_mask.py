@@ -4,8 +4,6 @@ sequence_lens where every row's mask is a prefix (or, when only last values are 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -13,11 +11,10 @@ import pytest
 
 import ir2onnx
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes import prefix_mask
-from ir2onnx.passes.fuse_rnn_util import NoMatch
+from ir2onnx.passes.analysis.graph import NoMatch
+from ir2onnx.passes.recurrent import prefix_mask
+from tests.fixture_paths import FIXTURES
 from tests.utils import all_nodes, assert_equivalent, count_loops, count_ops
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _masks(kind: str, rows: int, steps: int, rng: np.random.Generator) -> np.ndarray:

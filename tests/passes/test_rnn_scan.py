@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.passes.rnn_scan import RNNAsScanPass
+from ir2onnx.passes.recurrent.rnn_scan import RNNAsScanPass
 from tests.utils import count_ops, rewritten
 
 H, I = 3, 4

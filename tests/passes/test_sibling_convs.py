@@ -11,10 +11,9 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
+from tests.fixture_paths import FIXTURES
 from tests.passes.loop_models import ops_in, recurrence
 from tests.utils import assert_equivalent, count_ops, rng_inputs, save_ir
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _siblings(kind: str, extra: str) -> ov.Model:

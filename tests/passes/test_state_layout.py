@@ -11,10 +11,10 @@ import numpy as np
 import openvino.opset13 as ops
 import pytest
 
+from tests.fixture_paths import FIXTURES
 from tests.passes.loop_models import ops_in, recurrence
 from tests.utils import assert_equivalent, rng_inputs, save_ir
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 NCHW, NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import onnx_ir as ir
 import pytest
 
-from ir2onnx.passes.static_shapes import StaticShapes
+from ir2onnx.passes.analysis.shapes import StaticShapes
 
 
 def _value(shape: tuple[int | str, ...]) -> ir.Value:
@@ -108,7 +108,7 @@ def test_infer_shapes_types_values_in_bodies() -> None:
     """ONNX inference's types and shapes reach the values of the main graph and of bodies (an If's branches)."""
     from onnx import TensorProto, helper
 
-    from ir2onnx.passes.static_shapes import infer_shapes
+    from ir2onnx.passes.analysis.shapes import infer_shapes
 
     then = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Neg", ["r"], ["n"])], "then",
                              [], [helper.make_tensor_value_info("n", TensorProto.UNDEFINED, None)])

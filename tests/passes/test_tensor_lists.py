@@ -10,10 +10,10 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
+from tests.fixture_paths import FIXTURES
 from tests.passes.loop_models import body_of
 from tests.utils import assert_equivalent, count_loops, count_ops, rng_inputs, save_ir
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
 N, B, W = 5, 2, 3
 
 

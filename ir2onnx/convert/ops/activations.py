@@ -1,4 +1,4 @@
-"""Activations and softmax."""
+"""Activations and softmax (Sigmoid and Tanh, one ONNX op on floats, are unary float functions: elementwise.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import numpy as np
 import onnx_ir as ir
 
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.ops.elementwise import float_unary
 from ir2onnx.convert.ops.precision import float_function, in_f32, saturating, to_output_type, wide_input
-from ir2onnx.convert.registry import converter
+from ir2onnx.convert.registry import converter, register_made
 
 
 def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
@@ -16,10 +15,6 @@ def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
         return ctx.b.op(onnx_op, [ctx.inputs[0]])
 
     return convert
-
-
-for _ir_type, _onnx_op in (("Sigmoid", "Sigmoid"), ("Tanh", "Tanh")):
-    converter(_ir_type, "opset1")(float_unary(_onnx_op))
 
 
 @converter("Relu", "opset1")
@@ -55,7 +50,7 @@ def log_softmax(ctx: LayerContext) -> ir.Value:
 
 
 for _ir_type, _onnx_op, _opset in (("SoftPlus", "Softplus", "opset4"), ("SoftSign", "Softsign", "opset9")):
-    converter(_ir_type, _opset)(_unary(_onnx_op))
+    register_made(_unary(_onnx_op), _ir_type, _opset)
 
 
 @converter("HSwish", "opset4")

@@ -8,7 +8,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.elementwise import broadcast_inputs
-from ir2onnx.convert.registry import converter
+from ir2onnx.convert.registry import register_made
 
 
 def _bitwise(logical: str, bitwise: str):  # type: ignore[no-untyped-def]
@@ -24,7 +24,7 @@ def _bitwise(logical: str, bitwise: str):  # type: ignore[no-untyped-def]
 
 for _ir_type, _logical, _bitwise_op in (("BitwiseAnd", "And", "BitwiseAnd"), ("BitwiseOr", "Or", "BitwiseOr"),
                                         ("BitwiseXor", "Xor", "BitwiseXor"), ("BitwiseNot", "Not", "BitwiseNot")):
-    converter(_ir_type, "opset13")(_bitwise(_logical, _bitwise_op))
+    register_made(_bitwise(_logical, _bitwise_op), _ir_type, "opset13")
 
 
 def _shift(direction: str):  # type: ignore[no-untyped-def]
@@ -67,4 +67,4 @@ def _wrap_signed(ctx: LayerContext, y: ir.Value, bits: int) -> ir.Value:
 
 
 for _ir_type, _direction in (("BitwiseLeftShift", "LEFT"), ("BitwiseRightShift", "RIGHT")):
-    converter(_ir_type, "opset15")(_shift(_direction))
+    register_made(_shift(_direction), _ir_type, "opset15")

@@ -72,7 +72,7 @@ def deformable_convolution(ctx: LayerContext) -> ir.Value:
         raise ctx.error("only 2-D deformable convolution (4-D data) is supported, as in OpenVINO")
     group = ctx.attr_int("group", 1)
     dg = ctx.attr_int("deformable_group", 1)
-    pad_mode = ctx.layer.version.strip() != "opset1" and ctx.attr_bool("bilinear_interpolation_pad", False)
+    pad_mode = ctx.version != 1 and ctx.attr_bool("bilinear_interpolation_pad", False)
     win = Window.read(ctx, 2)
     wdims = ctx.input_dims(2)
     if any(d is None or d < 0 for d in wdims[2:]):

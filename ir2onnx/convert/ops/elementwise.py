@@ -1,4 +1,5 @@
-"""Element-wise arithmetic, comparison and logical ops with OpenVINO's broadcast modes."""
+"""Element-wise arithmetic, comparison and logical ops with OpenVINO's broadcast modes, and the unary float functions
+(Exp, Log, trigonometric and hyperbolic functions and their inverses, Sigmoid, Tanh)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import onnx_ir as ir
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
 from ir2onnx.convert.ops.precision import float_function, in_f32, saturating
-from ir2onnx.convert.registry import converter
+from ir2onnx.convert.registry import converter, register_made
 
 
 def broadcast_inputs(ctx: LayerContext, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -44,7 +45,7 @@ def _saturating_binary(onnx_op: str):  # type: ignore[no-untyped-def]
 
 
 for _ir_type, _onnx_op in (("Add", "Add"), ("Multiply", "Mul"), ("Subtract", "Sub")):
-    converter(_ir_type, "opset1")(_saturating_binary(_onnx_op))
+    register_made(_saturating_binary(_onnx_op), _ir_type, "opset1")
 
 
 @converter("Power", "opset1")
@@ -60,7 +61,7 @@ def power(ctx: LayerContext) -> ir.Value:
 
 
 for _ir_type, _onnx_op in (("Maximum", "Max"), ("Minimum", "Min")):
-    converter(_ir_type, "opset1")(_binary(_onnx_op))
+    register_made(_binary(_onnx_op), _ir_type, "opset1")
 
 
 for _ir_type, _onnx_op in (
@@ -68,7 +69,7 @@ for _ir_type, _onnx_op in (
     ("GreaterEqual", "GreaterOrEqual"), ("LogicalAnd", "And"), ("LogicalOr", "Or"), ("LogicalXor", "Xor"),
     ("Xor", "Xor"),  # opset1's legacy spelling of LogicalXor
 ):
-    converter(_ir_type, "opset1")(_binary(_onnx_op))
+    register_made(_binary(_onnx_op), _ir_type, "opset1")
 
 
 @converter("NotEqual", "opset1")
@@ -117,10 +118,10 @@ def _unary(onnx_op: str):  # type: ignore[no-untyped-def]
 
 
 for _ir_type, _onnx_op in (("Negative", "Neg"), ("Abs", "Abs"), ("Sign", "Sign")):
-    converter(_ir_type, "opset1")(_unary(_onnx_op))
+    register_made(_unary(_onnx_op), _ir_type, "opset1")
 
 
-def float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
+def _float_unary(onnx_op: str):  # type: ignore[no-untyped-def]
     """An ONNX op defined for floats only; integer inputs as OpenVINO computes them (see precision.py)."""
 
     def convert(ctx: LayerContext) -> ir.Value:
@@ -140,11 +141,11 @@ def _integral_identity(onnx_op: str):  # type: ignore[no-untyped-def]
     return convert
 
 
-converter("Floor", "opset1")(_integral_identity("Floor"))
-converter("Ceiling", "opset1")(_integral_identity("Ceil"))
+register_made(_integral_identity("Floor"), "Floor", "opset1")
+register_made(_integral_identity("Ceil"), "Ceiling", "opset1")
 for _ir_type, _onnx_op in (("Exp", "Exp"), ("Log", "Log"), ("Sqrt", "Sqrt"), ("Erf", "Erf"), ("Sin", "Sin"),
                            ("Cos", "Cos")):
-    converter(_ir_type, "opset1")(float_unary(_onnx_op))
+    register_made(_float_unary(_onnx_op), _ir_type, "opset1")
 
 
 @converter("FloorMod", "opset1")
@@ -179,5 +180,7 @@ def round_(ctx: LayerContext) -> ir.Value:
 
 
 for _ir_type, _onnx_op in (("Tan", "Tan"), ("Asin", "Asin"), ("Acos", "Acos"), ("Atan", "Atan"), ("Sinh", "Sinh"),
-                           ("Cosh", "Cosh")):
-    converter(_ir_type, "opset1")(float_unary(_onnx_op))
+                           ("Cosh", "Cosh"), ("Sigmoid", "Sigmoid"), ("Tanh", "Tanh")):
+    register_made(_float_unary(_onnx_op), _ir_type, "opset1")
+for _ir_type, _onnx_op in (("Acosh", "Acosh"), ("Asinh", "Asinh"), ("Atanh", "Atanh")):
+    register_made(_float_unary(_onnx_op), _ir_type, "opset4")

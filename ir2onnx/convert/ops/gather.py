@@ -49,7 +49,7 @@ def _gather(ctx: LayerContext, b: GraphBuilder, axis: int, rank: int, bd: int) -
 
 def _wraps(ctx: LayerContext) -> bool:
     """Whether negative indices count from the end (Gather-8), rather than being out of range."""
-    return ctx.layer.version.strip() == "opset8"
+    return ctx.version == 8
 
 
 def _all_read(ctx: LayerContext, axis: int) -> bool:
@@ -149,7 +149,7 @@ def gather_nd(ctx: LayerContext) -> ir.Value:
         raise ctx.error(f"batch_dims {bd} is out of range for data of rank {ctx.input_rank(0)} and indices of rank "
                         f"{ctx.input_rank(1)}")
     y = b.op("GatherND", [ctx.inputs[0], b.cast(ctx.inputs[1], ir.DataType.INT64)], {"batch_dims": bd})
-    if bd > 1 and ctx.layer.version == "opset5":
+    if bd > 1 and ctx.version == 5:
         y = b.reshape(y, b.concat([b.i64([-1]), b.shape_of(y, bd)], 0))
     return y
 

@@ -1,5 +1,5 @@
-"""Element-wise math without a one-node ONNX twin for every type: NaN/Inf tests, inverse hyperbolics, GRN, Eye,
-ConvertPromoteTypes."""
+"""Element-wise math without a one-node ONNX twin for every type: NaN/Inf tests, GRN, Eye, ConvertPromoteTypes
+(the inverse hyperbolics are unary float functions: elementwise.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext, set_value_type
-from ir2onnx.convert.ops.elementwise import float_unary
 from ir2onnx.convert.ops.precision import to_output_type, wide_input
 from ir2onnx.convert.registry import converter
 
@@ -29,10 +28,6 @@ def is_inf(ctx: LayerContext) -> ir.Value:
 def is_finite(ctx: LayerContext) -> ir.Value:
     x = wide_input(ctx, 0)
     return ctx.b.op("Not", [ctx.b.op("Or", [ctx.b.op("IsNaN", [x]), ctx.b.op("IsInf", [x])])])
-
-
-for _ir_type, _onnx_op in (("Acosh", "Acosh"), ("Asinh", "Asinh"), ("Atanh", "Atanh")):
-    converter(_ir_type, "opset4")(float_unary(_onnx_op))
 
 
 @converter("GRN", "opset1")

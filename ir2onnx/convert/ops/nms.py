@@ -71,7 +71,6 @@ def _hard_nms(ctx: LayerContext, boxes: ir.Value, scores: ir.Value, max_out: ir.
 def non_max_suppression(ctx: LayerContext) -> list[ir.Value]:
     b = ctx.b
     f32, i64 = ir.DataType.FLOAT, ir.DataType.INT64
-    version = int(ctx.layer.version[5:]) if ctx.layer.version.startswith("opset") else 1
     sigma_c = ctx.const(5) if len(ctx.inputs) > 5 else np.zeros(1, np.float32)
     soft = sigma_c is None or float(sigma_c.reshape(-1)[0]) > 0  # sigma <= 0 is plain NMS
     encoding = ctx.attr_str("box_encoding", "corner").lower()
@@ -101,11 +100,11 @@ def non_max_suppression(ctx: LayerContext) -> list[ir.Value]:
             sel, sel_scores = (b.op("Gather", [v, order], {"axis": 0}) for v in (sel, sel_scores))
     else:
         sel, sel_scores = _hard_nms(ctx, boxes, scores, max_out, score_thr, encoding == "center")
-    out_et = ctx.attr_type("output_type") if version >= 3 and "output_type" in ctx.layer.data else None
+    out_et = ctx.attr_type("output_type") if ctx.version >= 3 and "output_type" in ctx.layer.data else None
     idx_type = onnx_dtype(out_et) if out_et is not None else i64
     indices = sel if idx_type == i64 else b.cast(sel, idx_type)
     outs = [mark_runtime_dims(indices)]
-    if version >= 5:
+    if ctx.version >= 5:
         triples = b.concat([b.cast(b.slice(sel, [0], [2], [1]), f32), b.unsqueeze(sel_scores, [1])], 1)
         score_et = ctx.output_type(1)  # the thresholds' type (f32 also for f16 boxes)
         if score_et.name != "f32":

@@ -13,7 +13,7 @@ from ir2onnx.convert.registry import converter
 @converter("BatchNormInference", "opset1", "opset5")
 def batch_norm(ctx: LayerContext) -> ir.Value:
     """opset1 inputs are (gamma, beta, data, mean, variance); opset5 puts data first, like ONNX."""
-    if ctx.layer.version in ("opset1", ""):
+    if ctx.version == 1:
         gamma, beta, x, mean, var = ctx.inputs[:5]
     else:
         x, gamma, beta, mean, var = ctx.inputs[:5]

@@ -118,7 +118,7 @@ def max_pool(ctx: LayerContext) -> list[ir.Value] | ir.Value:
     rank = ctx.input_rank(0)
     nsp = rank - 2
     kernel = ctx.attr_ints("kernel")
-    win = Window.read(ctx, nsp, dilations=ctx.layer.version not in ("opset1", ""))
+    win = Window.read(ctx, nsp, dilations=ctx.version != 1)
     et = ctx.input_type(0)
     want_indices = len(ctx.layer.outputs) > 1
     x = ctx.inputs[0]
@@ -203,7 +203,7 @@ def avg_pool(ctx: LayerContext) -> ir.Value:
     b, ar = ctx.b, Arith(ctx.b)
     nsp = ctx.input_rank(0) - 2
     kernel = ctx.attr_ints("kernel")
-    win = Window.read(ctx, nsp, dilations=ctx.layer.version == "opset16")
+    win = Window.read(ctx, nsp, dilations=ctx.version == 16)
     et = ctx.input_type(0)
     if et.name not in _AVGPOOL_TYPES and et.numpy.kind not in "iuf" and et.name != "bf16":
         raise ctx.error(f"AvgPool on {et.name} is not supported")

@@ -7,7 +7,7 @@ import onnx_ir as ir
 
 from ir2onnx.convert.builder import onnx_dtype
 from ir2onnx.convert.context import LayerContext
-from ir2onnx.convert.registry import converter
+from ir2onnx.convert.registry import register_made
 
 
 def reduce_value(ctx: LayerContext, onnx_op: str, x: ir.Value) -> ir.Value:
@@ -79,7 +79,7 @@ for _ir_type, _onnx_op, _opset in (
     ("ReduceMin", "ReduceMin", "opset1"), ("ReduceProd", "ReduceProd", "opset1"), ("ReduceL1", "ReduceL1", "opset4"),
     ("ReduceL2", "ReduceL2", "opset4"),
 ):
-    converter(_ir_type, _opset)(_reduce(_onnx_op))
+    register_made(_reduce(_onnx_op), _ir_type, _opset)
 
-converter("ReduceLogicalAnd", "opset1")(_logical("ReduceMin"))
-converter("ReduceLogicalOr", "opset1")(_logical("ReduceMax"))
+register_made(_logical("ReduceMin"), "ReduceLogicalAnd", "opset1")
+register_made(_logical("ReduceMax"), "ReduceLogicalOr", "opset1")

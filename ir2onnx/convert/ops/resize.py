@@ -41,7 +41,7 @@ _SIZE_EPS = 1e-5  # OpenVINO's output length in scales mode: floor(length * scal
 class _Attrs:
     def __init__(self, ctx: LayerContext) -> None:
         rank = ctx.input_rank(0)
-        self.v1 = ctx.layer.version in ("opset1", "")
+        self.v1 = ctx.version == 1
         if self.v1:
             self._read_v1(ctx, rank)
         else:
@@ -93,7 +93,7 @@ def interpolate(ctx: LayerContext) -> ir.Value:
     # inputs: which holds the target, which the axes
     if at.v1:
         target_i, axes_i = 1, None
-    elif ctx.layer.version == "opset4":
+    elif ctx.version == 4:
         target_i, axes_i = (2 if at.by_scales else 1), (3 if len(ctx.inputs) > 3 else None)
     else:
         target_i, axes_i = 1, (2 if len(ctx.inputs) > 2 else None)

@@ -20,6 +20,7 @@ from tests.convert.control_flow.test_framework_fixtures import OPENVINO_FAILS, O
 from tests.convert.ops.test_conv import GEOMETRY as DECONV_GEOMETRY
 from tests.convert.ops.test_conv import check_deconv_one_node
 from tests.convert.ops.test_pooling import NATIVE_FORMS, check_native_pooling
+from tests.fixture_paths import fixture_dir, fixture_names
 from tests.utils import assert_equivalent, convert_checked, count_ops, rng_inputs, save_ir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,8 +33,8 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason="onnxruntime's CUDA execution p
 
 
 # every IR written by OpenVINO's frontends and kept with its inputs (tests/fixtures), OpenVINO able to run it right
-FIXTURES = sorted(p.parent.name for p in (ROOT / "tests" / "fixtures").glob("*/inputs.npz")
-                  if p.parent.name not in OPENVINO_FAILS and p.parent.name not in OPENVINO_WRONG)
+FIXTURES = [name for name in fixture_names(having="inputs.npz")
+            if name not in OPENVINO_FAILS and name not in OPENVINO_WRONG]
 
 
 def test_samples_with_loops_exist() -> None:
@@ -84,7 +85,7 @@ def test_fused_lstm_on_cuda(tmp_path: Path) -> None:
 def test_fixtures_on_cuda(name: str, fuse: bool) -> None:
     """Each frontend's IR, converted for CUDA with and without recurrent fusion, on CUDA against OpenVINO (CPU,
     f32)."""
-    d = ROOT / "tests" / "fixtures" / name
+    d = fixture_dir(name)
     stored = np.load(d / "inputs.npz")
     assert_equivalent(d / "model.xml", [stored[n] for n in stored.files], rtol=1e-4, atol=1e-5, run_on="cuda",
                       fuse=fuse, device="cuda")

@@ -1,7 +1,7 @@
 """IRs written by OpenVINO's TensorFlow, PyTorch and PaddlePaddle frontends (tests/fixtures/tf_*, torch_*, paddle_*;
-made by scripts/make_tf_fixtures.py, make_torch_fixtures.py and make_paddle_fixtures.py): Keras recurrent layers,
-tf.while_loop, tf.scan, tf.map_fn, autograph loops, torch recurrent layers and scripted loops, Paddle LSTMs and a
-CRNN text recogniser.
+made by scripts/fixtures/make_tf_fixtures.py, make_torch_fixtures.py and make_paddle_fixtures.py): Keras recurrent
+layers, tf.while_loop, tf.scan, tf.map_fn, autograph loops, torch recurrent layers and scripted loops, Paddle LSTMs
+and a CRNN text recogniser.
 
 Each is converted, run in onnxruntime and compared with OpenVINO on the IR (names, shapes, values) and with the
 framework's own outputs stored beside it.
@@ -18,10 +18,11 @@ import pytest
 from lxml import etree
 
 from ir2onnx.check.openvino_ref import run_openvino
+from tests.fixture_paths import FIXTURES as ROOT  # the folder; FIXTURES below is this module's list of names
+from tests.fixture_paths import fixture_names, load_fixture
 from tests.utils import assert_equivalent, assert_outputs, convert_checked
 
-ROOT = Path(__file__).resolve().parent.parent.parent / "fixtures"
-FIXTURES = sorted(p.name for p in ROOT.iterdir() if p.name.startswith(("tf_", "torch_", "paddle_")))
+FIXTURES = fixture_names("tf_", "torch_", "paddle_")
 
 # OpenVINO's CPU plugin cannot run these; the framework's outputs are the reference.
 OPENVINO_FAILS = {
@@ -52,15 +53,6 @@ OPENVINO_WRONG = {
 }
 
 
-def _load(name: str) -> tuple[Path, list[np.ndarray], list[np.ndarray]]:
-    d = ROOT / name
-    xml = d / "model.xml"
-    proto_inputs = np.load(d / "inputs.npz")
-    expected = np.load(d / "expected.npz")
-    names = [p for p in proto_inputs.files]
-    return xml, [proto_inputs[n] for n in names], [expected[f"arr_{i}"] for i in range(len(expected.files))]
-
-
 def _types(xml: Path) -> Counter[str]:
     return Counter(layer.get("type") for layer in etree.parse(str(xml)).iter("layer"))
 
@@ -87,7 +79,7 @@ def _data(xml: Path, op_type: str, runtime_input: int | None = None) -> list[dic
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_fixture(name: str) -> None:
-    xml, inputs, expected = _load(name)
+    xml, inputs, expected = load_fixture(name)
     proto = convert_checked(xml)
     # the ONNX inputs and the fixture's keys are, in order, names OpenVINO gives the inputs
     keys = np.load(ROOT / name / "inputs.npz").files

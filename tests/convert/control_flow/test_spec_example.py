@@ -13,9 +13,10 @@ from ir2onnx.check.compare import compare_output
 from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.check.openvino_ref import run_openvino
 from tests.convert.control_flow.builders import ti_lstm
+from tests.fixture_paths import fixture_dir
 from tests.utils import convert_checked, count_ops, save_ir
 
-FIXTURE = Path(__file__).resolve().parent.parent.parent / "fixtures" / "spec_example" / "ti_lstm_legacy.xml"
+FIXTURE = fixture_dir("spec_example") / "ti_lstm_legacy.xml"
 T, I, H = 25, 512, 256
 
 

@@ -16,6 +16,7 @@ from ir2onnx.check.runner import run_check
 from ir2onnx.check.worker import F32_CONFIG
 from ir2onnx.markers import STATES
 from tests.convert.control_flow.builders import ti_lstm
+from tests.fixture_paths import FIXTURES
 from tests.utils import convert_checked, count_loops, count_ops, ov, save_ir
 
 ops = pytest.importorskip("openvino.opset13")
@@ -75,9 +76,6 @@ def test_low_latency_lstm(tmp_path: Path, const_initializer: bool) -> None:
     assert count_ops(proto, "LSTM") == 1 and count_loops(proto) == 0
     assert all(p["input"] == p["variable"] and p["output"] == p["variable"] + ".next" for p in _pairs(proto))
     assert [i.type.WhichOneof("value") for i in proto.graph.input] == ["tensor_type"] * 3 + ["optional_type"] * 2
-
-
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures"
 
 
 @pytest.mark.parametrize("name", ["torch_lstm", "torch_lstm_bidirectional_2layers", "torch_gru_time_major",

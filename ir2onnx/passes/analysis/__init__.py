@@ -1,0 +1,2 @@
+"""Analyses the passes share: graph traversal, values (constants, shapes), static shapes, affine index
+arithmetic."""
