@@ -27,15 +27,6 @@ __version__ = "0.1.0"
 
 _FROM_API = ("CheckReport", "OutputComparison", "check", "convert", "convert_file", "convert_to_ir")
 
-# The subpackages ir2onnx.check and ir2onnx.convert share their names with API functions. Importing a subpackage
-# binds its name here, so import both now (their __init__ modules are empty) and unbind the names: later imports of
-# their modules leave the names alone, and `ir2onnx.check` / `ir2onnx.convert` resolve to the functions below.
-for _sub in ("check", "convert"):
-    importlib.import_module(f"ir2onnx.{_sub}")
-    del globals()[_sub]
-del _sub
-
-
 def __getattr__(name: str) -> Any:
     if name in _FROM_API:
         value = getattr(importlib.import_module("ir2onnx.api"), name)

@@ -10,20 +10,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 from onnx_ir import passes as oir_passes
 
 from ir2onnx import bincopy
-from ir2onnx.convert import layer_map
-from ir2onnx.convert.model import convert_ir
-from ir2onnx.convert.validate_onnx import start_validation, validate_model
 from ir2onnx.errors import ConversionError, InvalidModelError
 from ir2onnx.ir import load
 from ir2onnx.passes import pipeline
+from ir2onnx.translate import layer_map
+from ir2onnx.translate.model import convert_ir
+from ir2onnx.translate.validate_onnx import start_validation, validate_model
 from ir2onnx.write import Progress, write_model
 
 if TYPE_CHECKING:
-    from ir2onnx.check.report import CheckReport, OutputComparison
+    from ir2onnx.verify.report import CheckReport, OutputComparison
 
 PathLike = str | os.PathLike[str]
 DEVICES = pipeline.DEVICES
@@ -31,7 +31,7 @@ log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-                  skip_passes: Iterable[str] = ()) -> ir.Model:
+                  skip_passes: Iterable[str] = ()) -> oir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
@@ -51,7 +51,7 @@ class _Deferred(NamedTuple):
     was validated (the written proto is completed from it)."""
 
     verdict: Callable[[], None]
-    plain: Callable[[Exception], ir.Model]
+    plain: Callable[[Exception], oir.Model]
     weightless: onnx.ModelProto
 
 
@@ -61,7 +61,7 @@ class _Refused(Exception):
 
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
              f16_as_f32: bool, device: str, defer: bool,
-             skip_passes: Iterable[str] = ()) -> tuple[ir.Model, _Deferred | None]:
+             skip_passes: Iterable[str] = ()) -> tuple[oir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
@@ -76,13 +76,13 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
     def options(optimize: bool, fuse: bool) -> pipeline.Options:
         return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32, skip=skip)
 
-    def passes(out: ir.Model, options: pipeline.Options) -> ir.Model:
+    def passes(out: oir.Model, options: pipeline.Options) -> oir.Model:
         """The passes `options` select (passes/pipeline.py), run on the translation `out`."""
         pipeline.run(out, options)
         layer_map.refresh(out)  # passes may have removed values
         return out
 
-    def plain(error: Exception | None) -> ir.Model:
+    def plain(error: Exception | None) -> oir.Model:
         """The plain translation, the reference the passes preserve (after a pass failed with `error`)."""
         if error is not None:
             while isinstance(error, oir_passes.PassError) and error.__cause__ is not None:
@@ -122,7 +122,7 @@ def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int 
             optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
             skip_passes: Iterable[str] = ()) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
-    return ir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
+    return oir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
                                      f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes))
 
 
@@ -164,7 +164,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
             copy.discard()  # (not the data file it became)
 
 
-def _write_model(model: ir.Model, out: Path, weights: str | None, progress: Progress | None = None,
+def _write_model(model: oir.Model, out: Path, weights: str | None, progress: Progress | None = None,
                  before_commit: Callable[[], None] | None = None, weightless: onnx.ModelProto | None = None,
                  bin_copy: bincopy.BinCopy | None = None) -> Path:
     """The one write path: `model` (from convert_to_ir) to `out` in the given weight mode."""
@@ -180,8 +180,8 @@ def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = No
     OpenVINO on the IR. `inputs`: arrays by input name or an .npz file (default: chosen from the IR). Each runtime
     runs in a child process stopped after `timeout` seconds. `layerwise` also compares every layer's output and
     names the first that differs."""
-    from ir2onnx.check.inputs import load_inputs
-    from ir2onnx.check.runner import run_check
+    from ir2onnx.verify.inputs import load_inputs
+    from ir2onnx.verify.runner import run_check
 
     if onnx_model is None:
         onnx_model = convert(xml_path, bin_path, opset=opset, device=device)
@@ -196,7 +196,7 @@ def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = No
 def __getattr__(name: str) -> Any:
     # the report types load with the first check (a conversion does not need them)
     if name in ("CheckReport", "OutputComparison"):
-        from ir2onnx.check import report
+        from ir2onnx.verify import report
 
         return getattr(report, name)
     raise AttributeError(f"module 'ir2onnx.api' has no attribute {name!r}")

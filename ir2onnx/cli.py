@@ -56,7 +56,7 @@ def convert(a: argparse.Namespace) -> int:
     """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
     from ir2onnx import bincopy
     from ir2onnx._lazy import defer_unused
-    from ir2onnx.convert import ort_helper
+    from ir2onnx.translate import ort_helper
 
     # started first, so that it imports onnxruntime while this process loads the converters and converts (--check
     # loads onnxruntime here anyway)
@@ -81,7 +81,7 @@ def convert(a: argparse.Namespace) -> int:
             if a.device not in ("cpu", "cuda"):
                 raise ConversionError(f"unknown device '{a.device}' (cpu or cuda)")
             if a.check and a.device == "cuda":
-                from ir2onnx.check.onnxruntime_run import cuda_available, cuda_unavailable_reason
+                from ir2onnx.verify.onnxruntime_run import cuda_available, cuda_unavailable_reason
 
                 if not cuda_available():
                     raise ConversionError(f"--device cuda: {cuda_unavailable_reason()}")
@@ -147,7 +147,7 @@ def check(a: argparse.Namespace) -> int:
 def _check(model: Path, onnx_path: Path, a: argparse.Namespace) -> int:
     """The check shared by `convert --check` and `check`: report on the console (and as JSON), exit code."""
     import ir2onnx
-    from ir2onnx.check.render import print_report, write_report
+    from ir2onnx.verify.render import print_report, write_report
 
     try:
         if not onnx_path.is_file():
@@ -225,7 +225,7 @@ def info(a: argparse.Namespace) -> int:
 
 def ops(a: argparse.Namespace) -> int:
     """The supported IR op types and the opsets of their versions."""
-    from ir2onnx.convert.ops.index import VERSIONS  # generated from the registry: no converter is imported
+    from ir2onnx.translate.ops.index import VERSIONS  # generated from the registry: no converter is imported
 
     for name, versions in sorted(VERSIONS.items(), key=lambda kv: kv[0].lower()):
         _say(f"{name}: " + ", ".join(f"opset{v}" for v in versions))

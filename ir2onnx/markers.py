@@ -5,7 +5,7 @@ condition only choosing the faster form for the run-time batch (passes/gru_scan.
 batches, the GRU node below). The check runs such a model both ways, so that a small default input does not leave
 one form unverified.
 
-STATES (a model metadata key, value JSON): the model's variables (convert/ops/state.py), each
+STATES (a model metadata key, value JSON): the model's variables (translate/ops/state.py), each
 {"variable": id, "input": state input name or null, "output": stored-value output name or null}; users pair the
 inputs and outputs with it, and the check tells OpenVINO which variables to set and read.
 """

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Collection
 
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 
 # Initializers up to this size keep their data in the copy (their values feed shape inference).
 INLINE_BYTES = 1 << 16
 
 
-def weightless_proto(model: ir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.ModelProto:
+def weightless_proto(model: oir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.ModelProto:
     """The model as a ModelProto whose initializers above `inline_bytes` are graph inputs of the same type and shape
     (no copy)."""
     g = model.graph
@@ -30,7 +30,7 @@ def weightless_proto(model: ir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.
         g.initializers.pop(v.name)  # type: ignore[arg-type]
     g.inputs.extend(large)
     try:
-        return ir.to_proto(model)
+        return oir.to_proto(model)
     finally:
         while len(g.inputs) > n_inputs:
             g.inputs.pop()
@@ -39,12 +39,12 @@ def weightless_proto(model: ir.Model, inline_bytes: int = INLINE_BYTES) -> onnx.
             g.initializers.add(v)
 
 
-def complete_weightless(model: ir.Model, weightless: onnx.ModelProto,
-                        changed: Collection[ir.Value]) -> onnx.ModelProto | None:
-    """`ir.to_proto(model)`, completed from `weightless`, a `weightless_proto(model)` made before the main graph's
+def complete_weightless(model: oir.Model, weightless: onnx.ModelProto,
+                        changed: Collection[oir.Value]) -> onnx.ModelProto | None:
+    """`oir.to_proto(model)`, completed from `weightless`, a `weightless_proto(model)` made before the main graph's
     initializers `changed` got new tensors (external data, say), nothing else having changed since: the initializers
     it left out and the changed ones are serialised and put in their places, their value infos too. `weightless` is
-    taken over (changed in place). None where the result could differ from `ir.to_proto(model)` (a changed
+    taken over (changed in place). None where the result could differ from `oir.to_proto(model)` (a changed
     initializer of a subgraph, the copy not matching the model's initializers); then serialise the model."""
     g, gp = model.graph, weightless.graph
     n_inputs = len(g.inputs)
@@ -64,7 +64,7 @@ def complete_weightless(model: ir.Model, weightless: onnx.ModelProto,
             assert tensor is not None
             tensor.name = name  # as onnx-ir names an initializer's tensor when it serialises it
             proto = onnx.TensorProto()
-            ir.serde.serialize_tensor_into(proto, tensor)
+            oir.serde.serialize_tensor_into(proto, tensor)
             if name in moved:
                 gp.initializer.insert(at, proto)
             else:
@@ -78,12 +78,12 @@ def complete_weightless(model: ir.Model, weightless: onnx.ModelProto,
     return weightless
 
 
-def _has_value_info(value: ir.Value) -> bool:
+def _has_value_info(value: oir.Value) -> bool:
     """Whether onnx-ir writes a value info for this (named) initializer."""
     return value.shape is not None or value.type is not None or bool(value.metadata_props) or bool(value.doc_string)
 
 
-def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
+def read_inferred(graph: oir.Graph, inferred: onnx.GraphProto) -> None:
     """Give the values of `graph` (bodies included) the types and shapes that shape inference wrote into `inferred`,
     the inferred copy of `graph` (nodes in the same order), where it inferred one. Only the value infos are read:
     deserialising the whole inferred model to copy them took most of the inference's time on large graphs."""
@@ -98,10 +98,10 @@ def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
             continue
         if which is None:
             continue
-        shape = ir.serde.deserialize_type_proto_for_shape(info.type)
+        shape = oir.serde.deserialize_type_proto_for_shape(info.type)
         if shape is not None and value.shape != shape:
             value.shape = shape
-        typ = ir.serde.deserialize_type_proto_for_type(info.type)
+        typ = oir.serde.deserialize_type_proto_for_type(info.type)
         if typ is not None and value.dtype != typ.dtype:
             value.dtype = typ.dtype
     for node, proto in zip(graph, inferred.node):
@@ -112,34 +112,34 @@ def read_inferred(graph: ir.Graph, inferred: onnx.GraphProto) -> None:
             found = bodies.get(attr.name)
             if found is None:
                 continue
-            if attr.type == ir.AttributeType.GRAPH:
+            if attr.type == oir.AttributeType.GRAPH:
                 read_inferred(attr.as_graph(), found.g)
-            elif attr.type == ir.AttributeType.GRAPHS:
+            elif attr.type == oir.AttributeType.GRAPHS:
                 for body, body_proto in zip(attr.as_graphs(), found.graphs):
                     read_inferred(body, body_proto)
 
 
-def _read_tensor_type(value: ir.Value, tensor_type: onnx.TypeProto.Tensor) -> None:
+def _read_tensor_type(value: oir.Value, tensor_type: onnx.TypeProto.Tensor) -> None:
     """As onnx-ir's deserialisers of a tensor TypeProto's shape and type, without their per-call overhead (reading
     back 1,300 values took about 40 ms with them): a shape equal to the value's is not replaced."""
     if tensor_type.HasField("shape"):
         dims: list[int | str | None] = []
         for d in tensor_type.shape.dim:
             if d.denotation:  # kept by the general reader
-                value.shape = ir.serde.deserialize_tensor_shape(tensor_type.shape)
+                value.shape = oir.serde.deserialize_tensor_shape(tensor_type.shape)
                 break
             which = d.WhichOneof("value")
             dims.append(d.dim_value if which == "dim_value" else d.dim_param if which == "dim_param" else None)
         else:
             if not _same_dims(value.shape, dims):
-                value.shape = ir.Shape([d if isinstance(d, int) else ir.SymbolicDim(d) for d in dims], frozen=True)
+                value.shape = oir.Shape([d if isinstance(d, int) else oir.SymbolicDim(d) for d in dims], frozen=True)
     if tensor_type.elem_type:
-        dtype = ir.DataType(tensor_type.elem_type)
+        dtype = oir.DataType(tensor_type.elem_type)
         if value.dtype != dtype:
             value.dtype = dtype
 
 
-def _same_dims(shape: ir.Shape | None, dims: list[int | str | None]) -> bool:
+def _same_dims(shape: oir.Shape | None, dims: list[int | str | None]) -> bool:
     if shape is None or len(shape) != len(dims):
         return False
     for have, want in zip(shape, dims):

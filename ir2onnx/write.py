@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.bincopy import UNUSED_SHARE, BinCopy, bin_location, reference_refusal
 from ir2onnx.errors import ConversionError
@@ -54,7 +54,7 @@ def resolve_weight_mode(mode: str | None, out: Path, weights: Weights | None) ->
     return mode
 
 
-def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str | None = None,
+def write_model(model: oir.Model, out: Path, weights: Weights | None, mode: str | None = None,
                 progress: Progress | None = None, before_commit: Callable[[], None] | None = None,
                 weightless: onnx.ModelProto | None = None, bin_copy: BinCopy | None = None) -> Path:
     """Write `model` to `out` (and `out`.data when needed) atomically. Returns `out`.
@@ -73,8 +73,8 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
     values = [v for g in model.graphs() for v in g.initializers.values() if v.const_value is not None]
     original = [v.const_value for v in values]
 
-    referenced: list[tuple[ir.Value, int]] = []
-    to_data: list[tuple[ir.Value, int | None]] = []
+    referenced: list[tuple[oir.Value, int]] = []
+    to_data: list[tuple[oir.Value, int | None]] = []
     if mode == "inline":
         total = sum(t.nbytes for t in original)  # type: ignore[union-attr]
         if total > _PROTOBUF_LIMIT:
@@ -82,7 +82,7 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
                                   "limit of one ONNX file; use weights 'reference' or 'copy'")
     else:
         for v, t in zip(values, original):
-            if t.nbytes <= INLINE_BYTES or t.dtype == ir.DataType.STRING:  # type: ignore[union-attr]
+            if t.nbytes <= INLINE_BYTES or t.dtype == oir.DataType.STRING:  # type: ignore[union-attr]
                 continue  # (ONNX external data holds no strings)
             offset = _bin_offset(t, weights)
             if location is not None and offset is not None:
@@ -115,7 +115,7 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
         if weightless is not None:
             proto = complete_weightless(model, weightless, [v for v, _ in referenced] + [v for v, _ in to_data])
         with open(tmp, "wb") as f:
-            f.write((proto if proto is not None else ir.to_proto(model)).SerializeToString())
+            f.write((proto if proto is not None else oir.to_proto(model)).SerializeToString())
         if before_commit is not None:
             before_commit()
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the files the usual permissions
@@ -138,7 +138,7 @@ def write_model(model: ir.Model, out: Path, weights: Weights | None, mode: str |
 
 
 def _whole_bin(bin_copy: BinCopy | None, weights: Weights | None,
-               to_data: list[tuple[ir.Value, int | None]]) -> BinCopy | None:
+               to_data: list[tuple[oir.Value, int | None]]) -> BinCopy | None:
     """`bin_copy` when it copies the weights' .bin and the model reads all but at most UNUSED_SHARE of it as it is."""
     if bin_copy is None or weights is None or not to_data:
         return None
@@ -156,7 +156,7 @@ def _whole_bin(bin_copy: BinCopy | None, weights: Weights | None,
     return bin_copy if bin_copy.size - read <= bin_copy.size * UNUSED_SHARE else None
 
 
-def _after_bin_copy(copy: BinCopy, tensors: list[tuple[ir.TensorProtocol, int | None]], path: Path, total: int,
+def _after_bin_copy(copy: BinCopy, tensors: list[tuple[oir.TensorProtocol, int | None]], path: Path, total: int,
                     progress: Progress | None) -> list[int]:
     """The data file as the .bin's (finished) copy with the computed tensors after it (`total` bytes); their offsets
     (an unchanged view of the .bin at its offset there)."""
@@ -180,7 +180,7 @@ def _after_bin_copy(copy: BinCopy, tensors: list[tuple[ir.TensorProtocol, int | 
 def _bin_offset(tensor: object, weights: Weights | None) -> int | None:
     """Where `tensor`'s bytes lie in the .bin when it wraps an unchanged view of it (else None; packed 4-bit
     tensors are stored as OpenVINO stores them)."""
-    if weights is None or not isinstance(tensor, (ir.Tensor, ir.PackedTensor)):
+    if weights is None or not isinstance(tensor, (oir.Tensor, oir.PackedTensor)):
         return None
     raw = tensor.raw
     if not isinstance(raw, np.ndarray) or raw.nbytes != tensor.nbytes:
@@ -188,34 +188,34 @@ def _bin_offset(tensor: object, weights: Weights | None) -> int | None:
     return weights.offset_of(raw)
 
 
-def _external(tensor: ir.TensorProtocol, location: str, offset: int, base_dir: Path) -> ir.ExternalTensor:
-    return ir.ExternalTensor(location, offset, tensor.nbytes, tensor.dtype, shape=ir.Shape(tensor.shape),
+def _external(tensor: oir.TensorProtocol, location: str, offset: int, base_dir: Path) -> oir.ExternalTensor:
+    return oir.ExternalTensor(location, offset, tensor.nbytes, tensor.dtype, shape=oir.Shape(tensor.shape),
                              name=tensor.name or "", base_dir=str(base_dir))
 
 
-def _write_data_file(tensors: list[tuple[ir.TensorProtocol, int | None]], weights: Weights | None, path: Path,
+def _write_data_file(tensors: list[tuple[oir.TensorProtocol, int | None]], weights: Weights | None, path: Path,
                      progress: Progress | None) -> list[int]:
     """Write the tensors one after the other into `path`; returns their offsets. Unchanged views of the .bin (with
     their offset there) are copied from file to file inside the kernel (copy_file_range, where the platform has it:
     about half the CPU time of writing from the mapping, and no page faults), the others written from memory."""
-    sources: list[ir.TensorProtocol] = []
+    sources: list[oir.TensorProtocol] = []
     for t, off in tensors:
         if off is not None and weights is not None:
             # an empty base_dir: the .bin is read where it is (containment checks are for loading models)
-            sources.append(ir.ExternalTensor(os.path.abspath(weights.path), off, t.nbytes, t.dtype,
-                                             shape=ir.Shape(t.shape), name=t.name or ""))
+            sources.append(oir.ExternalTensor(os.path.abspath(weights.path), off, t.nbytes, t.dtype,
+                                             shape=oir.Shape(t.shape), name=t.name or ""))
         else:
             sources.append(t)
     total = sum(t.nbytes for t in sources)
     done = 0
 
-    def report(tensor: ir.TensorProtocol, info: object) -> None:  # called before each tensor is written
+    def report(tensor: oir.TensorProtocol, info: object) -> None:  # called before each tensor is written
         nonlocal done
         if progress is not None:
             progress(done, total)
         done += tensor.nbytes
 
-    written = ir.external_data.convert_tensors_to_external(sources, str(path.parent), path.name, callback=report)
+    written = oir.external_data.convert_tensors_to_external(sources, str(path.parent), path.name, callback=report)
     if progress is not None:
         progress(total, total)
     return [int(e.offset or 0) for e in written]

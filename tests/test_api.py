@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 
 import ir2onnx
 import ir2onnx.api
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 TI = SAMPLES / "ti_lstm" / "model.xml"
@@ -111,10 +111,10 @@ def test_dynamic_rank_input_is_refused_clearly(tmp_path: Path) -> None:
         ir2onnx.convert(tmp_path / "m.xml")
 
 
-def _corrupt(model: ir.Model, **_: object) -> None:
+def _corrupt(model: oir.Model, **_: object) -> None:
     """A pass with a defect: it leaves a node of no known op type in the graph."""
     x = model.graph.inputs[0]
-    node = ir.Node("", "NoSuchOp", [x], name="broken")
+    node = oir.Node("", "NoSuchOp", [x], name="broken")
     model.graph.append(node)
     model.graph.outputs.append(node.outputs[0])
     node.outputs[0].name = "broken_out"
@@ -124,16 +124,16 @@ def _as_optimisation(monkeypatch: pytest.MonkeyPatch, defect: Any) -> None:
     """`defect(model)` runs as one more optimisation stage, the last before the runtime legalisation."""
     from ir2onnx.passes import pipeline
 
-    class Defect(ir.passes.InPlacePass):
-        def call(self, model: ir.Model) -> ir.passes.PassResult:
+    class Defect(oir.passes.InPlacePass):
+        def call(self, model: oir.Model) -> oir.passes.PassResult:
             defect(model)
-            return ir.passes.PassResult(model, True)
+            return oir.passes.PassResult(model, True)
 
     step = pipeline.Step(pipeline.Stage("defect", (Defect,)), lambda o: o.optimize)
     monkeypatch.setattr(pipeline, "PIPELINE", (*pipeline.PIPELINE[:-1], step, pipeline.PIPELINE[-1]))
 
 
-def _raise(model: ir.Model, **_: object) -> None:
+def _raise(model: oir.Model, **_: object) -> None:
     raise RuntimeError("a defect in a pass")
 
 
@@ -151,17 +151,17 @@ def test_a_failing_pass_falls_back_to_the_plain_translation(monkeypatch: pytest.
     assert [o.name for o in got.graph.output] == [o.name for o in plain.graph.output]
 
 
-def _no_kernel(model: ir.Model, **_: object) -> None:
+def _no_kernel(model: oir.Model, **_: object) -> None:
     """A pass with a defect only onnxruntime finds: a ReduceMean of uint64 (the ONNX checker accepts it; onnxruntime
     has no kernel for it) added to the first output's path."""
     y = model.graph.outputs[0]
-    cast = ir.Node("", "Cast", [y], [ir.AttrInt64("to", ir.DataType.UINT64)], name="to_u64")
-    mean = ir.Node("", "ReduceMean", [cast.outputs[0]], [ir.AttrInt64("keepdims", 1)], name="no_kernel")
-    back = ir.Node("", "Cast", [mean.outputs[0]], [ir.AttrInt64("to", y.dtype)], name="back")
-    zero = ir.Node("", "Mul", [back.outputs[0], model.graph.initializers.get("no_kernel_zero") or
+    cast = oir.Node("", "Cast", [y], [oir.AttrInt64("to", oir.DataType.UINT64)], name="to_u64")
+    mean = oir.Node("", "ReduceMean", [cast.outputs[0]], [oir.AttrInt64("keepdims", 1)], name="no_kernel")
+    back = oir.Node("", "Cast", [mean.outputs[0]], [oir.AttrInt64("to", y.dtype)], name="back")
+    zero = oir.Node("", "Mul", [back.outputs[0], model.graph.initializers.get("no_kernel_zero") or
                                 _register_zero(model)], name="times_zero")
-    add = ir.Node("", "Add", [y, zero.outputs[0]], name="plus")
-    for node, dtype in ((cast, ir.DataType.UINT64), (mean, ir.DataType.UINT64), (back, y.dtype), (zero, y.dtype),
+    add = oir.Node("", "Add", [y, zero.outputs[0]], name="plus")
+    for node, dtype in ((cast, oir.DataType.UINT64), (mean, oir.DataType.UINT64), (back, y.dtype), (zero, y.dtype),
                         (add, y.dtype)):
         model.graph.append(node)
         node.outputs[0].dtype = dtype
@@ -170,8 +170,8 @@ def _no_kernel(model: ir.Model, **_: object) -> None:
     model.graph.outputs[0] = add.outputs[0]
 
 
-def _register_zero(model: ir.Model) -> ir.Value:
-    zero = ir.Value(name="no_kernel_zero", const_value=ir.tensor(np.float32(0), name="no_kernel_zero"))
+def _register_zero(model: oir.Model) -> oir.Value:
+    zero = oir.Value(name="no_kernel_zero", const_value=oir.tensor(np.float32(0), name="no_kernel_zero"))
     model.graph.register_initializer(zero)
     return zero
 
@@ -186,7 +186,7 @@ def test_convert_file_falls_back_when_onnxruntime_refuses_the_optimised_model(
     returns it (with its warning)."""
     import shutil
 
-    from ir2onnx.convert import ort_helper
+    from ir2onnx.translate import ort_helper
 
     ir_dir = tmp_path / "ir"
     shutil.copytree(TI.parent, ir_dir)

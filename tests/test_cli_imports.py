@@ -25,7 +25,7 @@ else:
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
 
-HEAVY = ("onnx", "onnx_ir._core", "sympy", "onnxruntime", "openvino", "ir2onnx.api", "ir2onnx.convert.model")
+HEAVY = ("onnx", "onnx_ir._core", "sympy", "onnxruntime", "openvino", "ir2onnx.api", "ir2onnx.translate.model")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["convert", "--help"], ["check", "--help"], ["ops"],
@@ -140,7 +140,7 @@ def test_distribution_version_leaves_import_hooks_to_importlib_metadata(monkeypa
 
 
 def test_api_names_win_over_same_named_subpackages() -> None:
-    code = ("import ir2onnx.convert.model, ir2onnx.check.report, ir2onnx, sys; "
+    code = ("import ir2onnx.translate.model, ir2onnx.verify.report, ir2onnx, sys; "
             "assert callable(ir2onnx.convert) and callable(ir2onnx.check), (ir2onnx.convert, ir2onnx.check); "
             "from ir2onnx import convert, check, convert_file; print(convert.__module__, check.__module__)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
@@ -157,11 +157,11 @@ def test_convert_does_not_load_sympy(tmp_path: Path) -> None:
     loaded = set(result["modules"])
     assert "onnx_ir._core" in loaded and not any(m.startswith("sympy.") for m in loaded)
     # every converted model is loaded in an onnxruntime session before it is written, by a helper process where one
-    # runs (tests/convert/test_ort_helper.py)
+    # runs (tests/translate/test_ort_helper.py)
     assert not any(m.split(".")[0] == "openvino" for m in loaded)
-    assert not any(m.startswith("ir2onnx.check.") for m in loaded), "a conversion needs nothing of the check"
+    assert not any(m.startswith("ir2onnx.verify.") for m in loaded), "a conversion needs nothing of the check"
     # only the converter families the model's layer types need are imported
-    families = {m.removeprefix("ir2onnx.convert.ops.") for m in loaded if m.startswith("ir2onnx.convert.ops.")}
+    families = {m.removeprefix("ir2onnx.translate.ops.") for m in loaded if m.startswith("ir2onnx.translate.ops.")}
     assert "control_flow.tensor_iterator" in families and "rnn" in families
     assert not families & {"detection", "nms", "roi", "pooling", "signal", "embedding"}, sorted(families)
 

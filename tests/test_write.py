@@ -14,7 +14,7 @@ import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.utils import assert_equivalent, ov, rng_inputs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,10 +11,10 @@ import onnx
 import pytest
 
 import ir2onnx
-from ir2onnx.check import onnx_edit
-from ir2onnx.check.compare import compare_output
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.check.openvino_ref import run_openvino
+from ir2onnx.verify import onnx_edit
+from ir2onnx.verify.compare import compare_output
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
+from ir2onnx.verify.openvino_ref import run_openvino
 
 ov = pytest.importorskip("openvino", reason="openvino is the reference executor for equivalence tests")
 
@@ -105,12 +105,11 @@ def check_model(model: Any, inputs: Sequence[np.ndarray], tmp_path: Path, **kwar
 
 def rewritten(proto: onnx.ModelProto, *passes: Any) -> onnx.ModelProto:
     """`proto` after the given ONNX-level passes (classes of ir2onnx/passes), checked by the ONNX checker."""
-    import onnx_ir as ir
-
-    model = ir.serde.deserialize_model(proto)
+    import onnx_ir as oir
+    model = oir.serde.deserialize_model(proto)
     for make in passes:
         make()(model)
-    out = ir.to_proto(model)
+    out = oir.to_proto(model)
     onnx.checker.check_model(out, full_check=True)
     return out
 

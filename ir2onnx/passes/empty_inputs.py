@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableSet
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import (
     all_nodes,
@@ -49,8 +49,8 @@ RECURRENT_AXES = {"GRU": (0, 1), "LSTM": (1,)}
 class GuardEmptyInputsPass(ReplacingPass):
     """Replaces the guarded nodes' outputs by the If outputs now standing for them."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        def candidates() -> list[ir.Node]:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
+        def candidates() -> list[oir.Node]:
             with derivations():  # one walk over the producers for all the nodes' shapes
                 return [n for n in all_nodes(model.graph) if _may_be_empty(n)]
 
@@ -64,10 +64,10 @@ class GuardEmptyInputsPass(ReplacingPass):
                 self.replaced |= _guard(node, model.graph, names, _scan_length, _empty_scan)
             else:
                 self.replaced |= _guard(node, model.graph, names, _input_size, _empty_recurrent)
-        return ir.passes.PassResult(model, modified=bool(guarded))
+        return oir.passes.PassResult(model, modified=bool(guarded))
 
 
-def _known_positive(v: ir.Value, axis: int) -> bool:
+def _known_positive(v: oir.Value, axis: int) -> bool:
     """Whether v's dim at `axis` is a static positive size (derived, or declared by shape inference)."""
     for shape in (shape_of(v), v.shape):
         if shape is not None and -len(shape) <= axis < len(shape) and isinstance(shape[axis], int) and shape[axis] > 0:
@@ -75,7 +75,7 @@ def _known_positive(v: ir.Value, axis: int) -> bool:
     return False
 
 
-def _may_be_empty(node: ir.Node) -> bool:
+def _may_be_empty(node: oir.Node) -> bool:
     if not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
         return False
     if node.op_type in RECURRENT_AXES:
@@ -91,7 +91,7 @@ def _may_be_empty(node: ir.Node) -> bool:
     return False
 
 
-def _state_of(node: ir.Node, k: int) -> tuple[int, ir.DataType, int] | None:
+def _state_of(node: oir.Node, k: int) -> tuple[int, oir.DataType, int] | None:
     """The state whose new value a Scan's body output `k` is (itself or through Identities: a recurrent cell's step
     output, as the Scans of rnn_scan.py and gru_scan.py return it), with its element type and the output's stacking
     axis (from 0), where those are known: each row then has the state's initial run-time shape (a state keeps its
@@ -99,7 +99,7 @@ def _state_of(node: ir.Node, k: int) -> tuple[int, ir.DataType, int] | None:
     body = node.attributes["body"].as_graph()
     carried = carried_count(node)
     axis = dict(stacked_outputs(node, body))[k]
-    v: ir.Value | None = body.outputs[k]
+    v: oir.Value | None = body.outputs[k]
     while v is not None:
         for j, state in enumerate(body.outputs[:carried]):
             initial = node.inputs[j]
@@ -115,24 +115,24 @@ def _state_of(node: ir.Node, k: int) -> tuple[int, ir.DataType, int] | None:
     return None
 
 
-def _first_scan_input(node: ir.Node) -> tuple[ir.Value, int]:
+def _first_scan_input(node: oir.Node) -> tuple[oir.Value, int]:
     x = node.inputs[carried_count(node)]
     assert x is not None
     return x, scan_ints(node, "scan_input_axes", len(node.inputs) - carried_count(node))[0]
 
 
-def _input_size(em: Emitter, node: ir.Node) -> ir.Value:
+def _input_size(em: Emitter, node: oir.Node) -> oir.Value:
     """An LSTM/GRU runs where its input has elements (then no step and no row are empty)."""
     return em.op1("Greater", [em.op1("Size", [node.inputs[0]]), em.const(np.array(0, np.int64), "zero")])
 
 
-def _scan_length(em: Emitter, node: ir.Node) -> ir.Value:
+def _scan_length(em: Emitter, node: oir.Node) -> oir.Value:
     x, axis = _first_scan_input(node)
     length = em.op1("Gather", [em.op1("Shape", [x]), em.i64([axis])], {"axis": 0})
     return em.op1("Greater", [length, em.i64([0])])
 
 
-def _empty_recurrent(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> ir.Value:
+def _empty_recurrent(em: Emitter, branch: Subgraph, node: oir.Node, old: oir.Value) -> oir.Value:
     k = old.index()
     initial = input_at(node, 5 if k == 1 else 6) if k else None
     if initial is not None:  # Y_h, Y_c: the initial state
@@ -142,11 +142,11 @@ def _empty_recurrent(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value
     dims = [branch.op1("Shape", [x], {"start": a, "end": a + 1}) for a in ((0, 1) if k == 0 else (1,))]
     dims.insert(len(dims) - 1, em.i64([2 if attr(node, "direction", "forward") == "bidirectional" else 1]))
     dims.append(em.i64([int(attr(node, "hidden_size"))]))  # type: ignore[arg-type]
-    zero = ir.tensor(np.zeros(1, value_dtype(node).numpy()))  # type: ignore[union-attr]
+    zero = oir.tensor(np.zeros(1, value_dtype(node).numpy()))  # type: ignore[union-attr]
     return branch.op1("ConstantOfShape", [branch.op1("Concat", dims, {"axis": 0})], {"value": zero})
 
 
-def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> ir.Value:
+def _empty_scan(em: Emitter, branch: Subgraph, node: oir.Node, old: oir.Value) -> oir.Value:
     k = old.index()
     if k < carried_count(node):  # a state: its initial value
         return branch.op1("Identity", [node.inputs[k]])
@@ -156,7 +156,7 @@ def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> 
         j, dtype, axis = state
         initial = node.inputs[j]
         dims = [branch.op1("Shape", [initial], {"end": axis}), em.i64([0]), branch.op1("Shape", [initial], {"start": axis})]
-        zero = ir.tensor(np.zeros(1, dtype.numpy()))
+        zero = oir.tensor(np.zeros(1, dtype.numpy()))
         return branch.op1("ConstantOfShape", [branch.op1("Concat", dims, {"axis": 0})], {"value": zero})
     row = body.outputs[k]
     assert row.shape is not None  # (_may_be_empty)
@@ -171,12 +171,12 @@ def _empty_scan(em: Emitter, branch: Subgraph, node: ir.Node, old: ir.Value) -> 
     return branch.op1("Identity", [em.const(zeros, "empty")])
 
 
-def _guard(node: ir.Node, root: ir.Graph, names: MutableSet[str], condition: Callable[[Emitter, ir.Node], ir.Value],
-           empty: Callable[[Emitter, Subgraph, ir.Node, ir.Value], ir.Value]) -> dict[ir.Value, ir.Value]:
+def _guard(node: oir.Node, root: oir.Graph, names: MutableSet[str], condition: Callable[[Emitter, oir.Node], oir.Value],
+           empty: Callable[[Emitter, Subgraph, oir.Node, oir.Value], oir.Value]) -> dict[oir.Value, oir.Value]:
     em = Emitter(node, root, names)
     outputs = [v for v in node.outputs if v.uses() or v.is_graph_output()]
     then_b = Subgraph(em)
-    same = then_b.add(ir.Node("", node.op_type, list(node.inputs), list(node.attributes.values()),
+    same = then_b.add(oir.Node("", node.op_type, list(node.inputs), list(node.attributes.values()),
                               num_outputs=len(node.outputs), name=em.fresh(node.op_type)))
     else_b = Subgraph(em)
     nothing = [empty(em, else_b, node, old) for old in outputs]

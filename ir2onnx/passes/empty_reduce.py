@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
 from ir2onnx.passes.analysis.values import Dims, const_ints, derivations, shape_of
@@ -26,7 +26,7 @@ from ir2onnx.passes.rewrite import Emitter, all_names, replace_node
 class EmptyReductionsPass(ReplacingPass):
     """See the module docstring."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)  # collected when first used
         modified = False
         with derivations():  # all shapes read before the graph changes: one walk over the producers
@@ -41,10 +41,10 @@ class EmptyReductionsPass(ReplacingPass):
             old = node.outputs[0]
             self.replaced[old] = _rewrite(node, model.graph, names, axes)
             modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _reduced_axes(node: ir.Node) -> tuple[Dims, list[int], bool] | None:
+def _reduced_axes(node: oir.Node) -> tuple[Dims, list[int], bool] | None:
     """(The input's dims; the reduced axes, non-negative; whether any was given negative), when the node's rank and
     axes are known. The axes are the node's own: an input, an attribute (older opsets), or none (all axes)."""
     dims = shape_of(node.inputs[0])
@@ -60,7 +60,7 @@ def _reduced_axes(node: ir.Node) -> tuple[Dims, list[int], bool] | None:
     return dims, sorted(a % len(dims) for a in given_axes), min(given_axes) < 0
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str], axes: list[int]) -> ir.Value:
+def _rewrite(node: oir.Node, root: oir.Graph, names: MutableSet[str], axes: list[int]) -> oir.Value:
     """The node with keepdims=1 and its axes (given as it gave them) non-negative, then a Squeeze if it dropped them."""
     em = Emitter(node, root, names)
     attrs = {a.name: a.value for a in node.attributes.values()}

@@ -20,11 +20,11 @@ inf). It runs before the other passes, so that recurrent fusion sees f32 loops.
 from __future__ import annotations
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, subgraphs
 
-F16, F32 = ir.DataType.FLOAT16, ir.DataType.FLOAT
+F16, F32 = oir.DataType.FLOAT16, oir.DataType.FLOAT
 
 # (op, attribute) pairs that name an element type
 _DTYPE_ATTRS = {("Cast", "to"), ("RandomUniform", "dtype"), ("RandomNormal", "dtype"), ("RandomUniformLike", "dtype"),
@@ -35,19 +35,19 @@ _DTYPE_ATTRS = {("Cast", "to"), ("RandomUniform", "dtype"), ("RandomNormal", "dt
 _TENSOR_ATTRS = {("Constant", "value"), ("ConstantOfShape", "value")}
 
 
-class F16AsF32Pass(ir.passes.InPlacePass):
+class F16AsF32Pass(oir.passes.InPlacePass):
     """Rewrite a model's f16 computation to f32 in place."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._keep: set[ir.Node] = set()  # the boundary casts this pass adds
+        self._keep: set[oir.Node] = set()  # the boundary casts this pass adds
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         graph = model.graph
         self._names = _names(graph)
         self._boundary(graph)
         self._graph(graph)
-        return ir.passes.PassResult(model, modified=bool(self._keep))
+        return oir.passes.PassResult(model, modified=bool(self._keep))
 
     def _fresh(self, hint: str) -> str:
         name, k = hint, 0
@@ -57,10 +57,10 @@ class F16AsF32Pass(ir.passes.InPlacePass):
         self._names.add(name)
         return name
 
-    def _boundary(self, graph: ir.Graph) -> None:
+    def _boundary(self, graph: oir.Graph) -> None:
         """Cast the model's f16 inputs to f32 where they are read, and f32 results back to f16 as outputs."""
         for v in graph.inputs:
-            if isinstance(v.type, ir.OptionalType):  # a variable's state (convert/ops/state.py): cast where unwrapped
+            if isinstance(v.type, oir.OptionalType):  # a variable's state (translate/ops/state.py): cast where unwrapped
                 if _f32_type(v.type) is not None:
                     self._cast_unwrapped(v)
                 continue
@@ -79,7 +79,7 @@ class F16AsF32Pass(ir.passes.InPlacePass):
             graph.append(cast)
             graph.outputs[i] = cast.outputs[0]
 
-    def _cast_unwrapped(self, v: ir.Value) -> None:
+    def _cast_unwrapped(self, v: oir.Value) -> None:
         """The f16 tensors an optional f16 input holds, cast to f32 where OptionalGetElement takes them out."""
         for use in list(v.uses()):
             node = use.node
@@ -92,16 +92,16 @@ class F16AsF32Pass(ir.passes.InPlacePass):
             cast.replace_input_with(0, out)
             node.graph.insert_after(node, cast)
 
-    def _cast(self, v: ir.Value, to: ir.DataType) -> ir.Node:
+    def _cast(self, v: oir.Value, to: oir.DataType) -> oir.Node:
         out = self._fresh(f"{v.name}__{'f32' if to == F32 else 'f16'}")
-        node = ir.Node("", "Cast", [v], attributes=[ir.AttrInt64("to", int(to))], name=f"{out}/Cast")
+        node = oir.Node("", "Cast", [v], attributes=[oir.AttrInt64("to", int(to))], name=f"{out}/Cast")
         node.outputs[0].name = out
         node.outputs[0].dtype = to
         node.outputs[0].shape = v.shape
         self._keep.add(node)
         return node
 
-    def _graph(self, graph: ir.Graph) -> None:
+    def _graph(self, graph: oir.Graph) -> None:
         for name, init in list(graph.initializers.items()):
             if init.dtype == F16 and init.uses():
                 cast = self._cast(init, F32)
@@ -120,22 +120,22 @@ class F16AsF32Pass(ir.passes.InPlacePass):
                 self._retype(v)
             _drop_if_no_op_cast(node, graph)
 
-    def _attributes(self, node: ir.Node) -> None:
+    def _attributes(self, node: oir.Node) -> None:
         for name, attr in node.attributes.items():
             key = (node.op_type, name)
             if key in _DTYPE_ATTRS and attr.as_int() == int(F16):
-                node.attributes[name] = ir.AttrInt64(name, int(F32))
-            elif key in _TENSOR_ATTRS and attr.type == ir.AttributeType.TENSOR and attr.as_tensor().dtype == F16:
+                node.attributes[name] = oir.AttrInt64(name, int(F32))
+            elif key in _TENSOR_ATTRS and attr.type == oir.AttributeType.TENSOR and attr.as_tensor().dtype == F16:
                 array = attr.as_tensor().numpy().astype(np.float32)
-                node.attributes[name] = ir.AttrTensor(name, ir.tensor(array, name=attr.as_tensor().name))
+                node.attributes[name] = oir.AttrTensor(name, oir.tensor(array, name=attr.as_tensor().name))
 
-    def _retype(self, v: ir.Value) -> None:
+    def _retype(self, v: oir.Value) -> None:
         new = _f32_type(v.type)
         if new is not None:
             v.type = new
 
 
-def _names(graph: ir.Graph) -> set[str]:
+def _names(graph: oir.Graph) -> set[str]:
     """Every value name in `graph` and its subgraphs."""
     names = {v.name for v in (*graph.inputs, *graph.initializers.values()) if v.name}
     for node in all_nodes(graph):
@@ -145,7 +145,7 @@ def _names(graph: ir.Graph) -> set[str]:
     return names
 
 
-def _drop_if_no_op_cast(node: ir.Node, graph: ir.Graph) -> None:
+def _drop_if_no_op_cast(node: oir.Node, graph: oir.Graph) -> None:
     """A Cast that now converts f32 to f32 (the translation's casts around f16 kernels onnxruntime lacks) is
     removed, so that later passes see the computation itself."""
     if node.op_type != "Cast" or node.attributes["to"].as_int() != int(F32) or node.inputs[0] is None \
@@ -155,14 +155,14 @@ def _drop_if_no_op_cast(node: ir.Node, graph: ir.Graph) -> None:
     graph.remove(node, safe=True)
 
 
-def _f32_type(t: ir.TypeProtocol | None) -> ir.TypeProtocol | None:
+def _f32_type(t: oir.TypeProtocol | None) -> oir.TypeProtocol | None:
     """`t` with f16 elements made f32 (tensors, sequences and optionals of them); None when it has none."""
-    if isinstance(t, ir.TensorType):
-        return ir.TensorType(F32) if t.dtype == F16 else None
-    if isinstance(t, ir.SequenceType):
+    if isinstance(t, oir.TensorType):
+        return oir.TensorType(F32) if t.dtype == F16 else None
+    if isinstance(t, oir.SequenceType):
         inner = _f32_type(t.elem_type)
-        return ir.SequenceType(inner) if inner is not None else None
-    if isinstance(t, ir.OptionalType):
+        return oir.SequenceType(inner) if inner is not None else None
+    if isinstance(t, oir.OptionalType):
         inner = _f32_type(t.elem_type)
-        return ir.OptionalType(inner) if inner is not None else None
+        return oir.OptionalType(inner) if inner is not None else None
     return None

@@ -8,7 +8,7 @@ the array then reads x itself, whose shape (and so whose length) is known, which
 
 from __future__ import annotations
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.affine import Index, Lin, dim_lin, element0, outer_index
 from ir2onnx.passes.analysis.graph import (
@@ -24,8 +24,8 @@ from ir2onnx.passes.analysis.shapes import StaticShapes
 from ir2onnx.passes.analysis.values import const_ints
 
 
-class FullScatterPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class FullScatterPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for node in list(all_nodes(model.graph)):
             if node.op_type == "ScatterND" and is_default_domain(node) and not node.outputs[0].is_graph_output() \
@@ -33,10 +33,10 @@ class FullScatterPass(ir.passes.InPlacePass):
                 node.outputs[0].replace_all_uses_with(node.inputs[2])  # type: ignore[arg-type]
                 node.graph.remove(node, safe=True)  # type: ignore[union-attr]
                 modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _is_full(node: ir.Node) -> bool:
+def _is_full(node: oir.Node) -> bool:
     data, indices, updates = (list(node.inputs) + [None, None, None])[:3]
     if updates is None or attr(node, "reduction", "none") != "none":
         return False
@@ -63,7 +63,7 @@ def _is_full(node: ir.Node) -> bool:
     return _unit_or_rows(ex.inputs[0], updates, index)  # type: ignore[union-attr]
 
 
-def _unit_or_rows(c: ir.Value | None, updates: ir.Value, index: Index) -> bool:
+def _unit_or_rows(c: oir.Value | None, updates: oir.Value, index: Index) -> bool:
     """c broadcasts to the shape of updates without changing it: a constant of ones' shape, or Expand(scalar,
     Concat([rows of updates], [1, ...]))."""
     if c is None:
@@ -83,14 +83,14 @@ def _unit_or_rows(c: ir.Value | None, updates: ir.Value, index: Index) -> bool:
     return first == ("dim0", updates) or first == _dim0_lin(updates)
 
 
-def _dim0_lin(v: ir.Value) -> Lin | None:
+def _dim0_lin(v: oir.Value) -> Lin | None:
     try:
         return dim_lin(v, 0)
     except NoMatch:
         return None
 
 
-def _shaped_as(v: ir.Value | None) -> ir.Value | None:
+def _shaped_as(v: oir.Value | None) -> oir.Value | None:
     """The value `v` has the shape of, through ops that keep their first input's shape (OpenVINO's frontend may read
     the shape of the reversed sequence for the forward one's buffer)."""
     while (n := producer(v, "ReverseSequence", "Identity", "Cast", *UNARY_ELEMENTWISE)) is not None \

@@ -12,7 +12,7 @@ Like any loop-invariant code motion, a moved node is evaluated even when the loo
 
 from __future__ import annotations
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import (
     NONDETERMINISTIC,
@@ -24,23 +24,23 @@ from ir2onnx.passes.analysis.graph import (
 from ir2onnx.passes.rewrite import inherit_meta
 
 
-class HoistLoopInvariantsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class HoistLoopInvariantsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for loop, body, outer in loops_innermost_first(model.graph):
             modified |= hoist(loop, body, outer)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _movable(node: ir.Node) -> bool:
+def _movable(node: oir.Node) -> bool:
     return (is_default_domain(node) and node.op_type not in NONDETERMINISTIC and node.op_type != "Identity"
             and not any(True for _ in subgraphs(node)))
 
 
-def hoist(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
+def hoist(loop: oir.Node, body: oir.Graph, outer: oir.Graph) -> bool:
     """Move the invariant nodes of `body` into `outer`, just before `loop` (their order kept)."""
-    moved: list[ir.Node] = []
-    moved_values: set[ir.Value] = set()
+    moved: list[oir.Node] = []
+    moved_values: set[oir.Value] = set()
     for node in body:
         if _movable(node) and all(v is None or v in moved_values or not defined_in(v, body) for v in node.inputs):
             moved.append(node)
@@ -51,8 +51,8 @@ def hoist(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
     outer.insert_before(loop, moved)
     for i, out in enumerate(body.outputs):
         if out in moved_values:  # a body output must be a value of the body
-            copy = ir.Value(name=f"{out.name}/body_output", type=out.type, shape=out.shape)
-            node = ir.Node("", "Identity", [out], outputs=[copy], name=f"{out.name}/body_output_node")
+            copy = oir.Value(name=f"{out.name}/body_output", type=out.type, shape=out.shape)
+            node = oir.Node("", "Identity", [out], outputs=[copy], name=f"{out.name}/body_output_node")
             body.append(inherit_meta(node, out.producer()))
             body.outputs[i] = copy
     return True

@@ -8,21 +8,21 @@ graph, is returned through one Identity).
 
 from __future__ import annotations
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, is_default_domain
 from ir2onnx.passes.rewrite import take_place
 
 
-class RemoveIdentityPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class RemoveIdentityPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for node in list(all_nodes(model.graph)):
             modified |= _remove(node)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _remove(node: ir.Node) -> bool:
+def _remove(node: oir.Node) -> bool:
     if node.op_type != "Identity" or not is_default_domain(node) or len(node.inputs) != 1:
         return False
     x, y = node.inputs[0], node.outputs[0]

@@ -19,7 +19,7 @@ import itertools
 from typing import NamedTuple
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import (
     BROADCASTING_BINARY,
@@ -38,8 +38,8 @@ from ir2onnx.passes.rewrite import inherit_meta, keep_read_scan_inputs
 PER_SAMPLE = frozenset({"Conv", "ConvTranspose"})
 
 
-class LiftLoopInputsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class LiftLoopInputsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for loop, body, outer in loops_innermost_first(model.graph):
             if loop.op_type == "Scan":
@@ -47,29 +47,29 @@ class LiftLoopInputsPass(ir.passes.InPlacePass):
             else:
                 modified |= _gathers_from_slices(body)
                 modified |= _lift_loop(loop, body, outer)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-class SliceReadsAsGathersPass(ir.passes.InPlacePass):
+class SliceReadsAsGathersPass(oir.passes.InPlacePass):
     """Only the first step of LiftLoopInputsPass: a Loop body's one-row Slice + Squeeze reads become Gathers (the
     form the masked-loop rewrite reads a step's mask in, before the input projection leaves the body)."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for loop, body, _ in loops_innermost_first(model.graph):
             if loop.op_type == "Loop":
                 modified |= _gathers_from_slices(body)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
 class _Lifted(NamedTuple):
-    nodes: list[ir.Node]  # computing `value` from the whole input, in order
-    value: ir.Value
+    nodes: list[oir.Node]  # computing `value` from the whole input, in order
+    value: oir.Value
     axis: int  # the slicing axis of `value`
     rank: int  # the rank of one slice of `value`
 
 
-def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, body: ir.Graph) -> _Lifted | None:
+def _lift(node: oir.Node, x: oir.Value, axis: int, x_rank: int, whole: oir.Value, body: oir.Graph) -> _Lifted | None:
     """f(whole) for the body node f reading the slice x (of rank x_rank, cut from `whole` along `axis`)."""
     if not is_default_domain(node) or len(node.outputs) != 1 or node.outputs[0].is_graph_output():
         return None
@@ -109,51 +109,51 @@ def _lift(node: ir.Node, x: ir.Value, axis: int, x_rank: int, whole: ir.Value, b
         return None if axes is None else _lift_squeeze(node, axes, axis, x_rank, whole)
     else:
         return None
-    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
+    value = oir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
     inputs = [whole if v is x else v for v in node.inputs]
-    lifted = ir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
+    lifted = oir.Node("", op, inputs, list(node.attributes.values()), outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(lifted, node)], value, new_axis, x_rank)
 
 
-def _lift_per_sample(node: ir.Node, axis: int, x_rank: int, whole: ir.Value) -> _Lifted:
+def _lift_per_sample(node: oir.Node, axis: int, x_rank: int, whole: oir.Value) -> _Lifted:
     """f(whole) for an op that computes each sample of its axis-0 batch alone (a convolution): the
     slicing axis and the batch axis, the first two of `whole`, merged into one batch, and split again after."""
     out = node.outputs[0]
     hint = out.name or node.name or "per_sample"
-    nodes: list[ir.Node] = []
+    nodes: list[oir.Node] = []
 
-    def add(op: str, inputs: list[ir.Value], label: str, attrs: list[ir.Attr] | None = None,
-            shape: ir.Shape | None = None, dtype: ir.TypeProtocol | None = None) -> ir.Value:
+    def add(op: str, inputs: list[oir.Value], label: str, attrs: list[oir.Attr] | None = None,
+            shape: oir.Shape | None = None, dtype: oir.TypeProtocol | None = None) -> oir.Value:
         name = f"{hint}/lifted" + (f"_{label}" if label else "")
-        value = ir.Value(name=name, type=dtype, shape=shape)
-        nodes.append(inherit_meta(ir.Node("", op, inputs, attrs or [], outputs=[value], name=f"{name}_node"), node))
+        value = oir.Value(name=name, type=dtype, shape=shape)
+        nodes.append(inherit_meta(oir.Node("", op, inputs, attrs or [], outputs=[value], name=f"{name}_node"), node))
         return value
 
-    def shape(v: ir.Value, label: str, start: int, end: int | None = None) -> ir.Value:
-        attrs = [ir.AttrInt64("start", start)] + ([ir.AttrInt64("end", end)] if end is not None else [])
-        return add("Shape", [v], label, attrs, dtype=ir.TensorType(ir.DataType.INT64))
+    def shape(v: oir.Value, label: str, start: int, end: int | None = None) -> oir.Value:
+        attrs = [oir.AttrInt64("start", start)] + ([oir.AttrInt64("end", end)] if end is not None else [])
+        return add("Shape", [v], label, attrs, dtype=oir.TensorType(oir.DataType.INT64))
 
     lead = shape(whole, "lead", 0, 2)
     merged_name = f"{whole.name}/samples_merged"
     merged = next((u.node.outputs[0] for u in whole.uses() if u.node.op_type == "Reshape"
                    and u.node.outputs[0].name == merged_name), None)  # one made for another op of the same slice
     if merged is None:
-        samples = add("ReduceProd", [lead], "samples", dtype=ir.TensorType(ir.DataType.INT64))  # not -1: 0 dims
+        samples = add("ReduceProd", [lead], "samples", dtype=oir.TensorType(oir.DataType.INT64))  # not -1: 0 dims
         merged_shape = add("Concat", [samples, shape(whole, "sample_shape", 2)], "merged_shape",
-                           [ir.AttrInt64("axis", 0)])
-        merged = ir.Value(name=merged_name, type=whole.type, shape=_unknown_dims(x_rank))
-        nodes.append(inherit_meta(ir.Node("", "Reshape", [whole, merged_shape], outputs=[merged],
+                           [oir.AttrInt64("axis", 0)])
+        merged = oir.Value(name=merged_name, type=whole.type, shape=_unknown_dims(x_rank))
+        nodes.append(inherit_meta(oir.Node("", "Reshape", [whole, merged_shape], outputs=[merged],
                                           name=f"{merged_name}_node"), node))
     inputs = [merged, *node.inputs[1:]]
     computed = add(node.op_type, inputs, "computed", list(node.attributes.values()), dtype=out.type,
                    shape=_unknown_dims(x_rank))
     split_shape = add("Concat", [lead, shape(computed, "computed_shape", 1)], "split_shape",
-                      [ir.AttrInt64("axis", 0)])
+                      [oir.AttrInt64("axis", 0)])
     value = add("Reshape", [computed, split_shape], "", dtype=out.type, shape=_unknown_dims(x_rank + 1))
     return _Lifted(nodes, value, axis, x_rank)
 
 
-def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:
+def _broadcasts_past(v: oir.Value, x_rank: int, axis: int) -> bool:
     """Whether `v` broadcast against a slice (rank x_rank) and against the whole (the slices stacked on `axis`)
     meets the same dims: all its dims lie after the slicing axis, or those that do not are 1 ([1, I] + [B, I])."""
     r = rank(v)
@@ -167,32 +167,32 @@ def _broadcasts_past(v: ir.Value, x_rank: int, axis: int) -> bool:
     return shape is not None and all(d == 1 for d in list(shape)[:extra])
 
 
-def _lift_squeeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole: ir.Value) -> _Lifted:
+def _lift_squeeze(node: oir.Node, axes: list[int], axis: int, x_rank: int, whole: oir.Value) -> _Lifted:
     """Squeeze(whole) of the slice's `axes` (non-negative) moved past the slicing axis; an Identity for no axes (a
     Squeeze without axes would drop every unit dim)."""
     out = node.outputs[0]
     if not axes:
-        same = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
-        identity = ir.Node("", "Identity", [whole], outputs=[same], name=f"{node.name}/lifted")
+        same = oir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(x_rank + 1))
+        identity = oir.Node("", "Identity", [whole], outputs=[same], name=f"{node.name}/lifted")
         return _Lifted([inherit_meta(identity, node)], same, axis, x_rank)
     new_axes = [a + (a >= axis) for a in axes]
     return _with_axes("Squeeze", node, whole, new_axes, axis - sum(a < axis for a in axes), x_rank - len(set(axes)))
 
 
-def _with_axes(op: str, node: ir.Node, whole: ir.Value, axes: list[int], new_axis: int, new_rank: int) -> _Lifted:
+def _with_axes(op: str, node: oir.Node, whole: oir.Value, axes: list[int], new_axis: int, new_rank: int) -> _Lifted:
     """op(whole, axes) (a Squeeze or Unsqueeze, its axes a new Constant) standing for `node` lifted: a result whose
     slices, of rank `new_rank`, are cut on `new_axis`."""
     out = node.outputs[0]
-    axes_value = ir.Value(name=f"{out.name}/lifted_axes",
-                          const_value=ir.tensor(np.array(axes, np.int64), name=f"{out.name}/lifted_axes"))
-    axes_node = ir.Node("", "Constant", [], [ir.AttrTensor("value", axes_value.const_value)],
-                        outputs=[ir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
-    value = ir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
-    lifted = ir.Node("", op, [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
+    axes_value = oir.Value(name=f"{out.name}/lifted_axes",
+                          const_value=oir.tensor(np.array(axes, np.int64), name=f"{out.name}/lifted_axes"))
+    axes_node = oir.Node("", "Constant", [], [oir.AttrTensor("value", axes_value.const_value)],
+                        outputs=[oir.Value(name=f"{out.name}/lifted_axes")], name=f"{out.name}/lifted_axes_node")
+    value = oir.Value(name=f"{out.name}/lifted", type=out.type, shape=_unknown_dims(new_rank + 1))
+    lifted = oir.Node("", op, [whole, axes_node.outputs[0]], outputs=[value], name=f"{node.name}/lifted")
     return _Lifted([inherit_meta(axes_node, node), inherit_meta(lifted, node)], value, new_axis, new_rank)
 
 
-def _lift_unsqueeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whole: ir.Value) -> _Lifted | None:
+def _lift_unsqueeze(node: oir.Node, axes: list[int], axis: int, x_rank: int, whole: oir.Value) -> _Lifted | None:
     """Unsqueeze(whole) adding the slice's new unit `axes` (positions in the slice's result, of rank x_rank +
     len(axes)), the slicing axis kept just before the dim it preceded in the slice."""
     out_rank = x_rank + len(axes)
@@ -204,11 +204,11 @@ def _lift_unsqueeze(node: ir.Node, axes: list[int], axis: int, x_rank: int, whol
     return _with_axes("Unsqueeze", node, whole, [a + (a >= new_axis) for a in new], new_axis, out_rank)
 
 
-def _dims(shape: ir.Shape | None) -> list[int | None] | None:
+def _dims(shape: oir.Shape | None) -> list[int | None] | None:
     return None if shape is None else [d if isinstance(d, int) else None for d in shape]
 
 
-def _reshape_as_squeeze(node: ir.Node, dims: list[int | None] | None) -> list[int] | None:
+def _reshape_as_squeeze(node: oir.Node, dims: list[int | None] | None) -> list[int] | None:
     """The axes that a Reshape to a constant shape drops from its input (of dims `dims`, None where unknown), when
     it only drops unit dims (known to be 1) and keeps the others in place: [B, 1, I] -> [-1, I] is Squeeze(1)."""
     target = const_ints(node.inputs[1]) if len(node.inputs) > 1 else None
@@ -227,17 +227,17 @@ def _reshape_as_squeeze(node: ir.Node, dims: list[int | None] | None) -> list[in
     return None
 
 
-def _unknown_dims(n: int) -> ir.Shape:
-    return ir.Shape([None] * n)
+def _unknown_dims(n: int) -> oir.Shape:
+    return oir.Shape([None] * n)
 
 
-def _slice_value(out: ir.Value, lifted: _Lifted) -> ir.Value:
+def _slice_value(out: oir.Value, lifted: _Lifted) -> oir.Value:
     """The body's value for one slice of the lifted result (replacing `out`)."""
     shape = out.shape if out.shape is not None and len(out.shape) == lifted.rank else _unknown_dims(lifted.rank)
-    return ir.Value(name=f"{out.name}/slice", type=out.type, shape=shape)
+    return oir.Value(name=f"{out.name}/slice", type=out.type, shape=shape)
 
 
-def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
+def _lift_scan(scan: oir.Node, body: oir.Graph, outer: oir.Graph) -> bool:
     n_scan = node_int(scan, "num_scan_inputs")
     n_state = len(scan.inputs) - n_scan
     axes = scan_ints(scan, "scan_input_axes", n_scan)
@@ -278,11 +278,11 @@ def _lift_scan(scan: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
     return True
 
 
-def node_int(node: ir.Node, name: str) -> int:
+def node_int(node: oir.Node, name: str) -> int:
     return node.attributes[name].as_int()
 
 
-def _gather_slice(node: ir.Node, body: ir.Graph) -> tuple[ir.Value, ir.Value, int] | None:
+def _gather_slice(node: oir.Node, body: oir.Graph) -> tuple[oir.Value, oir.Value, int] | None:
     """(whole, index, axis) when `node` is a Gather of an outer value at a scalar iteration-dependent index."""
     if node.op_type != "Gather" or not is_default_domain(node) or len(node.inputs) != 2:
         return None
@@ -296,7 +296,7 @@ def _gather_slice(node: ir.Node, body: ir.Graph) -> tuple[ir.Value, ir.Value, in
     return whole, index, a + r if a < 0 else a
 
 
-def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
+def _lift_loop(loop: oir.Node, body: oir.Graph, outer: oir.Graph) -> bool:
     modified = False
     work = [n for n in body if _gather_slice(n, body)]
     while work:
@@ -318,7 +318,7 @@ def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
             outer.insert_before(loop, lifted.nodes)
             out = node.outputs[0]
             sliced = _slice_value(out, lifted)
-            new_gather = ir.Node("", "Gather", [lifted.value, index], [ir.AttrInt64("axis", lifted.axis)],
+            new_gather = oir.Node("", "Gather", [lifted.value, index], [oir.AttrInt64("axis", lifted.axis)],
                                  outputs=[sliced], name=f"{node.name}/gather")
             body.insert_before(node, inherit_meta(new_gather, node))
             out.replace_all_uses_with(sliced)
@@ -328,7 +328,7 @@ def _lift_loop(loop: ir.Node, body: ir.Graph, outer: ir.Graph) -> bool:
     return modified
 
 
-def _gathers_from_slices(body: ir.Graph) -> bool:
+def _gathers_from_slices(body: oir.Graph) -> bool:
     """Squeeze(Slice(X, s, s + 1, axes=[a]), [a]) of an outer X -> Gather(X, s as a scalar, axis=a); also with a
     Reshape that only drops axis a in place of the Squeeze."""
     modified = False
@@ -367,9 +367,9 @@ def _gathers_from_slices(body: ir.Graph) -> bool:
         if not _is_plus_one(end, start):
             continue
         index, extra = _scalar_of(start, body)
-        value = ir.Value(name=f"{squeeze.outputs[0].name}/gathered", type=squeeze.outputs[0].type,
+        value = oir.Value(name=f"{squeeze.outputs[0].name}/gathered", type=squeeze.outputs[0].type,
                          shape=squeeze.outputs[0].shape)
-        gather = ir.Node("", "Gather", [whole, index], [ir.AttrInt64("axis", a)], outputs=[value],
+        gather = oir.Node("", "Gather", [whole, index], [oir.AttrInt64("axis", a)], outputs=[value],
                          name=f"{squeeze.name}/gather")
         body.insert_before(squeeze, [inherit_meta(n, squeeze) for n in (*extra, gather)])
         squeeze.outputs[0].replace_all_uses_with(value, replace_graph_outputs=True)
@@ -377,7 +377,7 @@ def _gathers_from_slices(body: ir.Graph) -> bool:
     return modified
 
 
-def _is_plus_one(end: ir.Value | None, start: ir.Value) -> bool:
+def _is_plus_one(end: oir.Value | None, start: oir.Value) -> bool:
     node = end.producer() if end is not None else None
     if node is None or node.op_type != "Add" or not is_default_domain(node) or len(node.inputs) != 2:
         return False
@@ -387,7 +387,7 @@ def _is_plus_one(end: ir.Value | None, start: ir.Value) -> bool:
     return arr is not None and arr.shape in ((), (1,)) and arr.dtype.kind in "iu" and int(arr.reshape(-1)[0]) == 1
 
 
-def _scalar_of(start: ir.Value, body: ir.Graph) -> tuple[ir.Value, list[ir.Node]]:
+def _scalar_of(start: oir.Value, body: oir.Graph) -> tuple[oir.Value, list[oir.Node]]:
     """`start` (one element) as a rank-0 value: the iteration number itself when start is just it * 1 reshaped to
     [1], else Squeeze(start)."""
     v = start
@@ -403,5 +403,5 @@ def _scalar_of(start: ir.Value, body: ir.Graph) -> tuple[ir.Value, list[ir.Node]
     if node is not None and node.op_type == "Reshape" and is_default_domain(node) and node.inputs[0] is not None \
             and rank(node.inputs[0]) == 0 and node.inputs[0].dtype == start.dtype:
         return node.inputs[0], []
-    scalar = ir.Value(name=f"{start.name}/scalar", type=start.type, shape=ir.Shape([]))
-    return scalar, [ir.Node("", "Squeeze", [start], outputs=[scalar], name=f"{start.name}/scalar_node")]
+    scalar = oir.Value(name=f"{start.name}/scalar", type=start.type, shape=oir.Shape([]))
+    return scalar, [oir.Node("", "Squeeze", [start], outputs=[scalar], name=f"{start.name}/scalar_node")]

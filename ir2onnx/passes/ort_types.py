@@ -47,7 +47,7 @@ from typing import NamedTuple
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes
 from ir2onnx.passes.replacing import ReplacingPass
@@ -55,7 +55,7 @@ from ir2onnx.passes.replacing import ReplacingPass
 log = logging.getLogger("ir2onnx")
 
 UNSUPPORTED_META = "ir2onnx.ort_unsupported"
-DT = ir.DataType
+DT = oir.DataType
 
 # Ops that only move, select or compare values for equality: any injective map of the values works.
 _MOVE = {
@@ -107,7 +107,7 @@ class _Kernel(NamedTuple):
 # onnxruntime's own list of its kernels (`get_all_opkernel_def`) also creates every provider compiled into the build;
 # in onnxruntime-gpu that includes TensorRT, whose creation fails where TensorRT is not installed and then kills
 # the process (a null provider factory is used). Only a build with no such provider is asked; any other build has
-# the same CPU kernels as the CPU build of its version, whose list is shipped (scripts/gen_ort_kernels.py).
+# the same CPU kernels as the CPU build of its version, whose list is shipped (scripts/gen/gen_ort_kernels.py).
 # The shipped list is also used, without asking onnxruntime (its listing took about 0.07 s of every conversion;
 # the final validation loads onnxruntime, in a helper process for the command line), where the installed
 # onnxruntime is the version and platform it was written from. (A custom build of that version with fewer kernels would then get a node it lacks: the final
@@ -153,7 +153,7 @@ def listed_cpu_kernels() -> list[tuple[str, str, tuple[int, int], dict[str, list
 
 def _shipped_kernels() -> tuple[dict[str, str], dict[tuple[str, str], list[str]]]:
     """The shipped table's header (onnxruntime's version, the platform) and its rows by (domain, op), each row as its
-    JSON text: scripts/gen_ort_kernels.py writes one row a line, and a conversion decodes only the rows of the ops
+    JSON text: scripts/gen/gen_ort_kernels.py writes one row a line, and a conversion decodes only the rows of the ops
     its model has (decoding all 1,500 took about 5 ms of every conversion)."""
     head, *lines = KERNEL_TABLE.read_text().splitlines()
     header = json.loads(head + "]}")  # {"onnxruntime": ..., "platform": ..., "kernels": [
@@ -254,7 +254,7 @@ def _formals(op: str, opset: int) -> tuple[list[str | None], list[str | None]]:
             [f.type_str if f.type_str in names else None for f in schema.outputs])
 
 
-def _binding(node: ir.Node, opset: int) -> tuple[dict[str, list[tuple[str, int]]], dict[str, DT]] | None:
+def _binding(node: oir.Node, opset: int) -> tuple[dict[str, list[tuple[str, int]]], dict[str, DT]] | None:
     """Which inputs/outputs each type constraint binds and the type it has; None when a type is unknown or
     inconsistent. (The node's op has a schema at `opset`.)"""
     ports: dict[str, list[tuple[str, int]]] = {}
@@ -267,7 +267,7 @@ def _binding(node: ir.Node, opset: int) -> tuple[dict[str, list[tuple[str, int]]
             constraint = formals[min(i, len(formals) - 1)]
             if constraint is None:
                 continue
-            if v.type is None or not isinstance(v.type, ir.TensorType):
+            if v.type is None or not isinstance(v.type, oir.TensorType):
                 return None
             dt = v.type.dtype
             if types.setdefault(constraint, dt) != dt:
@@ -280,7 +280,7 @@ def _matches(kernel: _Kernel, types: dict[str, DT]) -> bool:
     return all(t in kernel.constraints[c] for c, t in types.items() if c in kernel.constraints)
 
 
-def _candidates(op: str, node: ir.Node, dt: DT) -> list[DT | str]:
+def _candidates(op: str, node: oir.Node, dt: DT) -> list[DT | str]:
     """Types that compute `op` on values of type `dt` exactly, preferred first."""
     cat = op
     if op in _SCATTER_REDUCTIONS:
@@ -299,7 +299,7 @@ def _candidates(op: str, node: ir.Node, dt: DT) -> list[DT | str]:
     return out
 
 
-def _plan(op: str, node: ir.Node, kernels: list[_Kernel], ports: dict[str, list[tuple[str, int]]],
+def _plan(op: str, node: oir.Node, kernels: list[_Kernel], ports: dict[str, list[tuple[str, int]]],
           types: dict[str, DT]) -> dict[str, DT | str] | None:
     """Constraint -> replacement type: over the kernels, the plan changing the fewest constraints, each to the
     most preferred candidate (the first in `_candidates`)."""
@@ -328,44 +328,44 @@ def _plan(op: str, node: ir.Node, kernels: list[_Kernel], ports: dict[str, list[
 class _Rewriter:
     def __init__(self, opset: int) -> None:
         self.opset = opset
-        self.replaced: dict[ir.Value, ir.Value] = {}
+        self.replaced: dict[oir.Value, oir.Value] = {}
 
-    def _node(self, op: str, inputs: Sequence[ir.Value], attrs: Sequence[ir.Attr], dtype: DT,
-              shape: ir.Shape | None, name: str) -> ir.Node:
-        out = ir.Value(name=name, type=ir.TensorType(dtype), shape=shape)
-        return ir.Node("", op, list(inputs), list(attrs), outputs=[out], name=name + "_node")
+    def _node(self, op: str, inputs: Sequence[oir.Value], attrs: Sequence[oir.Attr], dtype: DT,
+              shape: oir.Shape | None, name: str) -> oir.Node:
+        out = oir.Value(name=name, type=oir.TensorType(dtype), shape=shape)
+        return oir.Node("", op, list(inputs), list(attrs), outputs=[out], name=name + "_node")
 
-    def _to(self, v: ir.Value, src: DT, dst: DT | str, new: list[ir.Node], base: str) -> ir.Value:
+    def _to(self, v: oir.Value, src: DT, dst: DT | str, new: list[oir.Node], base: str) -> oir.Value:
         """`v` (of type src) in the computing type."""
         real = DT.INT64 if dst == _FLIP else dst
-        n = self._node("Cast", [v], [ir.AttrInt64("to", int(real))], real, v.shape, f"{base}_in{len(new)}")
+        n = self._node("Cast", [v], [oir.AttrInt64("to", int(real))], real, v.shape, f"{base}_in{len(new)}")
         new.append(n)
         if dst == _FLIP:
             return self._flip(n.outputs[0], f"{base}_flip{len(new)}", new)
         return n.outputs[0]
 
-    def _from(self, v: ir.Value, dst: DT, via: DT | str, new: list[ir.Node], base: str) -> ir.Value:
+    def _from(self, v: oir.Value, dst: DT, via: DT | str, new: list[oir.Node], base: str) -> oir.Value:
         """`v` (computed in `via`) back in type dst."""
         if via == _FLIP:
             v = self._flip(v, f"{base}_unflip{len(new)}", new)
-        n = self._node("Cast", [v], [ir.AttrInt64("to", int(dst))], dst, v.shape, f"{base}_out{len(new)}")
+        n = self._node("Cast", [v], [oir.AttrInt64("to", int(dst))], dst, v.shape, f"{base}_out{len(new)}")
         new.append(n)
         return n.outputs[0]
 
-    def _flip(self, v: ir.Value, name: str, new: list[ir.Node]) -> ir.Value:
+    def _flip(self, v: oir.Value, name: str, new: list[oir.Node]) -> oir.Value:
         """x xor 2^63 (as an int64 addition of INT64_MIN below opset 18, which wraps the same way)."""
-        top = ir.tensor(np.array(np.iinfo(np.int64).min, np.int64))
-        new.append(self._node("Constant", [], [ir.AttrTensor("value", top)], DT.INT64, ir.Shape([]), name + "_c"))
+        top = oir.tensor(np.array(np.iinfo(np.int64).min, np.int64))
+        new.append(self._node("Constant", [], [oir.AttrTensor("value", top)], DT.INT64, oir.Shape([]), name + "_c"))
         op = "BitwiseXor" if self.opset >= 18 else "Add"
         new.append(self._node(op, [v, new[-1].outputs[0]], [], DT.INT64, v.shape, name))
         return new[-1].outputs[0]
 
-    def rewrite(self, node: ir.Node, ports: dict[str, list[tuple[str, int]]], types: dict[str, DT],
+    def rewrite(self, node: oir.Node, ports: dict[str, list[tuple[str, int]]], types: dict[str, DT],
                 plan: dict[str, DT | str]) -> None:
         graph = node.graph
         assert graph is not None
         base = (node.name or node.op_type) + "/ort"
-        new: list[ir.Node] = []
+        new: list[oir.Node] = []
         change_in: dict[int, tuple[DT, DT | str]] = {}
         change_out: dict[int, tuple[DT, DT | str]] = {}
         for c, w in plan.items():
@@ -379,14 +379,14 @@ class _Rewriter:
             if i in change_out:
                 w = change_out[i][1]
                 dt = DT.INT64 if w == _FLIP else w
-            outs.append(ir.Value(name=f"{base}_{i}", type=ir.TensorType(dt) if dt is not None else None,
+            outs.append(oir.Value(name=f"{base}_{i}", type=oir.TensorType(dt) if dt is not None else None,
                                  shape=v.shape))
-        core = ir.Node(node.domain, node.op_type, inputs, list(node.attributes.values()), outputs=outs,
+        core = oir.Node(node.domain, node.op_type, inputs, list(node.attributes.values()), outputs=outs,
                        name=node.name, overload=node.overload, version=node.version)
         new.append(core)
         finals = [self._from(o, *change_out[i], new, base) if i in change_out else o for i, o in enumerate(outs)]
         old_outs = list(node.outputs)
-        ir.convenience.replace_nodes_and_values(graph, node, [node], new, old_outs, finals)
+        oir.convenience.replace_nodes_and_values(graph, node, [node], new, old_outs, finals)
         self.replaced.update(zip(old_outs, finals))
 
 
@@ -401,22 +401,22 @@ def _probe(proto_bytes: bytes) -> bool:
     return True
 
 
-def _session_accepts(node: ir.Node, opset: int) -> bool:
+def _session_accepts(node: oir.Node, opset: int) -> bool:
     """Whether onnxruntime runs this node although no kernel lists its types: its CPU provider computes float16
     nodes that have a float32 kernel in float32 itself (dropping the casts between such nodes, so a chain rounds
     once, as OpenVINO does), and expands function ops. Probed on the node alone (cached per signature)."""
-    if not all(v is None or (v.type is not None and isinstance(v.type, ir.TensorType))
+    if not all(v is None or (v.type is not None and isinstance(v.type, oir.TensorType))
                for v in (*node.inputs, *node.outputs)):
         return False
     names = [f"i{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
     outs = [f"o{k}" for k in range(len(node.outputs))]
-    proto = ir.serde.serialize_node(node)
+    proto = oir.serde.serialize_node(node)
     del proto.input[:], proto.output[:]
     proto.input.extend(names)
     proto.output.extend(outs)
     proto.name = "probe"
 
-    def info(name: str, v: ir.Value) -> onnx.ValueInfoProto:
+    def info(name: str, v: oir.Value) -> onnx.ValueInfoProto:
         shape = None if v.shape is None else [d if isinstance(d, int) else None for d in v.shape]
         return onnx.helper.make_tensor_value_info(name, int(v.type.dtype), shape)  # type: ignore[union-attr]
 
@@ -428,23 +428,23 @@ def _session_accepts(node: ir.Node, opset: int) -> bool:
     return _probe(model.SerializeToString())
 
 
-def _all_nodes(graph: ir.Graph) -> list[ir.Node]:
+def _all_nodes(graph: oir.Graph) -> list[oir.Node]:
     return list(all_nodes(graph))
 
 
 class OrtTypesPass(ReplacingPass):
     """See the module docstring."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         kernels = _cpu_kernels()
         if kernels is None:
-            return ir.passes.PassResult(model, modified=False)
+            return oir.passes.PassResult(model, modified=False)
         opset = model.opset_imports.get("", 1)
         rw = _Rewriter(opset)
         unsupported: list[str] = []
         for node in _all_nodes(model.graph):
             if node.domain not in ("", "ai.onnx") or any(
-                    a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in node.attributes.values()):
+                    a.type in (oir.AttributeType.GRAPH, oir.AttributeType.GRAPHS) for a in node.attributes.values()):
                 continue
             schema = _schema(node.op_type, "", opset)
             found = kernels.get(("", node.op_type))
@@ -468,4 +468,4 @@ class OrtTypesPass(ReplacingPass):
                         "; ".join(unsupported))
         model.meta[UNSUPPORTED_META] = unsupported
         self.replaced = rw.replaced
-        return ir.passes.PassResult(model, modified=bool(rw.replaced))
+        return oir.passes.PassResult(model, modified=bool(rw.replaced))

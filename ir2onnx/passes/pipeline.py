@@ -27,11 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import onnx_ir as ir
+import onnx_ir as oir
 from onnx_ir.passes.common.naming import NameFixPass  # from the modules: see ir2onnx._lazy.defer_unused
 from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
-from ir2onnx.convert import layer_map
 from ir2onnx.passes.analysis.graph import LOOP_OPS, all_nodes
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
@@ -57,6 +56,7 @@ from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 from ir2onnx.passes.state_layout import CarriedLayoutPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
 from ir2onnx.passes.unused_initializers import RemoveUnusedSubgraphInitializersPass
+from ir2onnx.translate import layer_map
 
 DEVICES = ("cpu", "cuda")
 
@@ -72,10 +72,10 @@ class Options:
     skip: frozenset[str] = frozenset()  # passes (class names) or stages left out: to find which one changes a result
 
 
-PassFactory = Callable[[], ir.passes.PassBase]
+PassFactory = Callable[[], oir.passes.PassBase]
 
 
-class Stage(ir.passes.InPlacePass):
+class Stage(oir.passes.InPlacePass):
     """Passes run in order, each made afresh; the layer map follows the values a `ReplacingPass` replaced."""
 
     def __init__(self, name: str, passes: Sequence[PassFactory]) -> None:
@@ -83,14 +83,14 @@ class Stage(ir.passes.InPlacePass):
         self.name = name
         self.passes = tuple(passes)
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for make in self.passes:
             p = make()
             modified = p(model).modified or modified
             if isinstance(p, ReplacingPass):
                 layer_map.substitute(model, p.replaced)
-        return ir.passes.PassResult(model, modified)
+        return oir.passes.PassResult(model, modified)
 
     def without(self, skip: frozenset[str]) -> Stage:
         """This stage without the passes named in `skip` (itself when none is)."""
@@ -125,13 +125,13 @@ class FuseAfterMovingWork(Stage):
         out.rounds = [r.without(skip) for r in self.rounds]
         return out
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         for stage in self.rounds:
             if not any(n.op_type in LOOP_OPS for n in all_nodes(model.graph)):
                 break
             modified = stage(model).modified or modified
-        return ir.passes.PassResult(model, modified)
+        return oir.passes.PassResult(model, modified)
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ def stage(name: str) -> Stage:
     raise KeyError(name)
 
 
-def run(model: ir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:  # noqa: B008
+def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:  # noqa: B008
     """Run the pipeline for `options` on `model`, in place (`only`: just the stages of those names, in pipeline
     order)."""
     for s in stages(options):
@@ -239,7 +239,7 @@ def run(model: ir.Model, options: Options = Options(), *, only: Sequence[str] | 
 OPTIMISATIONS = ("sequence clean-up", "CPU RNN lowering", "lean loops", "CPU recurrent kernels", "clean-up")
 
 
-def optimize(model: ir.Model, *, device: str = "cpu") -> None:
+def optimize(model: oir.Model, *, device: str = "cpu") -> None:
     """The optimisation stages alone (no fusion, no type or runtime legalisation): what tests of one optimisation
     run on a model built for them."""
     run(model, Options(device=device), only=OPTIMISATIONS)

@@ -23,7 +23,7 @@ graph output cost nothing in onnxruntime (they alias their input), whereas a gra
 from __future__ import annotations
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_graphs, is_default_domain
 from ir2onnx.passes.analysis.shapes import Shape, StaticShapes, transpose_perm
@@ -33,8 +33,8 @@ from ir2onnx.passes.rewrite import all_names, attributes, fresh_name, inherit_me
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
 
 
-class CollapseReshapeChainsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class CollapseReshapeChainsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         rewriter = _Rewriter(model.graph)
         modified = False
         for graph in list(all_graphs(model.graph)):
@@ -42,11 +42,11 @@ class CollapseReshapeChainsPass(ir.passes.InPlacePass):
             modified |= rewriter.reduce_transposes(graph)
             modified |= rewriter.collapse_chains(graph)
             modified |= rewriter.cancel_pairs(graph)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
 class _Rewriter:
-    def __init__(self, root: ir.Graph) -> None:
+    def __init__(self, root: oir.Graph) -> None:
         self.root = root
         self.shapes = StaticShapes()
         self.names = all_names(root)
@@ -56,30 +56,30 @@ class _Rewriter:
     def _fresh(self, hint: str) -> str:
         return fresh_name(self.names, hint)
 
-    def _i64(self, values: Shape | list[int], hint: str) -> ir.Value:
+    def _i64(self, values: Shape | list[int], hint: str) -> oir.Value:
         """An int64 initializer of the main graph (bodies read it as an outer value)."""
         name = self._fresh(hint)
-        v = ir.Value(name=name, const_value=ir.tensor(np.asarray(values, np.int64), name=name),
-                     type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([len(values)]))
+        v = oir.Value(name=name, const_value=oir.tensor(np.asarray(values, np.int64), name=name),
+                     type=oir.TensorType(oir.DataType.INT64), shape=oir.Shape([len(values)]))
         self.root.register_initializer(v)
         return v
 
-    def _node(self, op_type: str, inputs: list[ir.Value], like: ir.Node, shape: Shape, dtype_of: ir.Value,
-              attrs: dict[str, object] | None = None) -> ir.Node:
+    def _node(self, op_type: str, inputs: list[oir.Value], like: oir.Node, shape: Shape, dtype_of: oir.Value,
+              attrs: dict[str, object] | None = None) -> oir.Node:
         name = self._fresh(f"{like.name or op_type}/{op_type.lower()}")
-        out = ir.Value(name=self._fresh(f"{name}_out"), type=_type_of(dtype_of), shape=ir.Shape(shape))
-        node = ir.Node("", op_type, inputs, attributes(attrs), outputs=[out], name=name)
+        out = oir.Value(name=self._fresh(f"{name}_out"), type=_type_of(dtype_of), shape=oir.Shape(shape))
+        node = oir.Node("", op_type, inputs, attributes(attrs), outputs=[out], name=name)
         return inherit_meta(node, like)
 
-    def _reshape(self, x: ir.Value, shape: Shape, like: ir.Node) -> ir.Node:
+    def _reshape(self, x: oir.Value, shape: Shape, like: oir.Node) -> oir.Node:
         return self._node("Reshape", [x, self._i64(shape, f"{like.name or 'reshape'}/shape")], like, shape, x)
 
-    def _chainable(self, node: ir.Node) -> bool:
+    def _chainable(self, node: oir.Node) -> bool:
         return (node.op_type in RESHAPE_ONLY and is_default_domain(node) and len(node.outputs) == 1
                 and len(node.inputs) > 0 and _nonempty(self.shapes(node.inputs[0]))
                 and _nonempty(self.shapes(node.outputs[0])))
 
-    def _sole_reader(self, value: ir.Value, graph: ir.Graph) -> ir.Node | None:
+    def _sole_reader(self, value: oir.Value, graph: oir.Graph) -> oir.Node | None:
         """The reshape-only node of `graph` that is the one reader of `value` (as its data input), if so."""
         if value.is_graph_output():
             return None
@@ -91,7 +91,7 @@ class _Rewriter:
 
     # 1. Shape of a static shape
 
-    def fold_shapes(self, graph: ir.Graph) -> bool:
+    def fold_shapes(self, graph: oir.Graph) -> bool:
         modified = False
         for node in list(graph):
             if node.op_type != "Shape" or not is_default_domain(node) or not node.inputs:
@@ -110,7 +110,7 @@ class _Rewriter:
 
     # 2. Transposes of tensors with size-1 axes
 
-    def reduce_transposes(self, graph: ir.Graph) -> bool:
+    def reduce_transposes(self, graph: oir.Graph) -> bool:
         modified = False
         for node in list(graph):
             if node.op_type != "Transpose" or not is_default_domain(node) or not node.inputs:
@@ -140,7 +140,7 @@ class _Rewriter:
             modified = True
         return modified
 
-    def _beside_reshape(self, x: ir.Value, y: ir.Value, graph: ir.Graph) -> bool:
+    def _beside_reshape(self, x: oir.Value, y: oir.Value, graph: oir.Graph) -> bool:
         """Whether a reshape-only op writes `x` for this Transpose alone, or is the one reader of `y`."""
         producer = x.producer()
         before = (producer is not None and producer.graph is graph and self._chainable(producer)
@@ -149,8 +149,8 @@ class _Rewriter:
 
     # 3. Chains of reshape-only ops
 
-    def collapse_chains(self, graph: ir.Graph) -> bool:
-        chains: list[list[ir.Node]] = []
+    def collapse_chains(self, graph: oir.Graph) -> bool:
+        chains: list[list[oir.Node]] = []
         for node in graph:
             if not self._chainable(node):
                 continue
@@ -167,7 +167,7 @@ class _Rewriter:
             modified |= self._collapse(chain, graph)
         return modified
 
-    def _collapse(self, chain: list[ir.Node], graph: ir.Graph) -> bool:
+    def _collapse(self, chain: list[oir.Node], graph: oir.Graph) -> bool:
         x, y = chain[0].inputs[0], chain[-1].outputs[0]
         assert x is not None
         if len(chain) == 1 and chain[0].op_type == "Identity" and y.is_graph_output():
@@ -188,7 +188,7 @@ class _Rewriter:
 
     # 4. Unsqueeze then Squeeze of the same axes
 
-    def cancel_pairs(self, graph: ir.Graph) -> bool:
+    def cancel_pairs(self, graph: oir.Graph) -> bool:
         modified = False
         for node in list(graph):
             if node.op_type != "Squeeze" or not is_default_domain(node) or len(node.inputs) != 2 \
@@ -212,7 +212,7 @@ class _Rewriter:
         return modified
 
 
-def _type_of(value: ir.Value | None) -> ir.TypeProtocol | None:
+def _type_of(value: oir.Value | None) -> oir.TypeProtocol | None:
     """A value's type, else that of the data it was reshaped, transposed or (LSTM/GRU/RNN) computed from."""
     while value is not None and value.type is None:
         node = value.producer()
@@ -228,7 +228,7 @@ def _nonempty(shape: Shape | None) -> bool:
     return shape is not None and 0 not in shape
 
 
-def _replace(old: ir.Value, new: ir.Value, graph: ir.Graph, rewriter: _Rewriter, anchor: ir.Node) -> None:
+def _replace(old: oir.Value, new: oir.Value, graph: oir.Graph, rewriter: _Rewriter, anchor: oir.Node) -> None:
     """Readers of `old` read `new`; where `old` is an output of `graph`, `new` (or an Identity of it, when `new` is
     no value that `graph` computes itself) takes its place, name, type and shape."""
     if not old.is_graph_output():

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterator, MutableSet, Sequence
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_graphs, all_nodes
 from ir2onnx.passes.analysis.values import const_array, shape_of
 
 
-def inherit_meta(new: ir.Node, old: ir.Node | None) -> ir.Node:
+def inherit_meta(new: oir.Node, old: oir.Node | None) -> oir.Node:
     """Give a node a pass makes in place of `old` the metadata of `old` (e.g. the IR layer it was converted from,
     which error messages name)."""
     if old is not None:
@@ -21,7 +21,7 @@ def inherit_meta(new: ir.Node, old: ir.Node | None) -> ir.Node:
             new.meta[key] = value
     return new
 
-def keep_read_scan_inputs(scan: ir.Node, body: ir.Graph, axes: list[int], directions: list[int]) -> None:
+def keep_read_scan_inputs(scan: oir.Node, body: oir.Graph, axes: list[int], directions: list[int]) -> None:
     """Rewrite the Scan's scan inputs (with these axes and directions, which may include ones just appended) to those
     its body reads."""
     n_state = len(scan.inputs) - len(axes)
@@ -35,11 +35,11 @@ def keep_read_scan_inputs(scan: ir.Node, body: ir.Graph, axes: list[int], direct
         scan.replace_input_with(i, v)
     body.inputs.clear()
     body.inputs.extend(params)
-    scan.attributes["num_scan_inputs"] = ir.AttrInt64("num_scan_inputs", len(keep))
-    scan.attributes["scan_input_axes"] = ir.AttrInt64s("scan_input_axes", [axes[j] for j in keep])
-    scan.attributes["scan_input_directions"] = ir.AttrInt64s("scan_input_directions", [directions[j] for j in keep])
+    scan.attributes["num_scan_inputs"] = oir.AttrInt64("num_scan_inputs", len(keep))
+    scan.attributes["scan_input_axes"] = oir.AttrInt64s("scan_input_axes", [axes[j] for j in keep])
+    scan.attributes["scan_input_directions"] = oir.AttrInt64s("scan_input_directions", [directions[j] for j in keep])
 
-def take_place(old: ir.Value, new: ir.Value) -> None:
+def take_place(old: oir.Value, new: oir.Value) -> None:
     """`new` replaces `old` everywhere, as a graph output too, with its name and declared type and shape."""
     name, declared_type, declared_shape = old.name, old.type, old.shape
     old.replace_all_uses_with(new, replace_graph_outputs=True)
@@ -50,7 +50,7 @@ def take_place(old: ir.Value, new: ir.Value) -> None:
     if declared_shape is not None:
         new.shape = declared_shape
 
-def read_instead(old: ir.Value, new: ir.Value, graph: ir.Graph) -> bool:
+def read_instead(old: oir.Value, new: oir.Value, graph: oir.Graph) -> bool:
     """Readers of `old` read `new`; where `old` is an output of `graph`, `new` takes its place (take_place). False,
     changing nothing, where `new` cannot: it is no value `graph` computes, or is an output already."""
     if not old.is_graph_output():
@@ -66,8 +66,8 @@ class Names(MutableSet[str]):
     """Every value and node name of a model, subgraphs included, collected when first asked: most passes find
     nothing to rewrite and never need a fresh name (collecting took about 5 ms a pass on a 1,500-layer network)."""
 
-    def __init__(self, graph: ir.Graph) -> None:
-        self._graph: ir.Graph | None = graph
+    def __init__(self, graph: oir.Graph) -> None:
+        self._graph: oir.Graph | None = graph
         self._names: set[str] = set()
 
     def _all(self) -> set[str]:
@@ -97,7 +97,7 @@ class Names(MutableSet[str]):
     def discard(self, name: str) -> None:
         self._all().discard(name)
 
-def all_names(graph: ir.Graph) -> Names:
+def all_names(graph: oir.Graph) -> Names:
     """Every value and node name of the model, subgraphs included (an Emitter's new names avoid them), collected
     when first used."""
     return Names(graph)
@@ -111,96 +111,96 @@ def fresh_name(names: MutableSet[str], hint: str) -> str:
     names.add(name)
     return name
 
-def attributes(attrs: dict[str, object] | None) -> list[ir.Attr]:
-    """`attrs` as onnx-ir attributes, as `ir.convenience.convert_attributes` makes them; the usual kinds (int, float,
+def attributes(attrs: dict[str, object] | None) -> list[oir.Attr]:
+    """`attrs` as onnx-ir attributes, as `oir.convenience.convert_attributes` makes them; the usual kinds (int, float,
     string, graph, ints) directly: its general conversion took about 0.14 ms a node."""
-    out: list[ir.Attr] = []
+    out: list[oir.Attr] = []
     for name, value in (attrs or {}).items():
         kind = type(value)
         if kind is int:
-            out.append(ir.AttrInt64(name, value))  # type: ignore[arg-type]
+            out.append(oir.AttrInt64(name, value))  # type: ignore[arg-type]
         elif kind is float:
-            out.append(ir.AttrFloat32(name, value))  # type: ignore[arg-type]
+            out.append(oir.AttrFloat32(name, value))  # type: ignore[arg-type]
         elif kind is str:
-            out.append(ir.AttrString(name, value))  # type: ignore[arg-type]
-        elif kind is ir.Graph:
-            out.append(ir.AttrGraph(name, value))  # type: ignore[arg-type]
+            out.append(oir.AttrString(name, value))  # type: ignore[arg-type]
+        elif kind is oir.Graph:
+            out.append(oir.AttrGraph(name, value))  # type: ignore[arg-type]
         elif kind in (list, tuple) and value and all(type(v) is int for v in value):  # type: ignore[attr-defined]
-            out.append(ir.AttrInt64s(name, value))  # type: ignore[arg-type]
+            out.append(oir.AttrInt64s(name, value))  # type: ignore[arg-type]
         else:
-            out.append(ir.convenience.convert_attribute(name, value))  # type: ignore[arg-type]
+            out.append(oir.convenience.convert_attribute(name, value))  # type: ignore[arg-type]
     return out
 
 class Emitter:
     """Creates nodes before `anchor` in its graph; constants become initializers of the main graph."""
 
-    def __init__(self, anchor: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
+    def __init__(self, anchor: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
         self.anchor = anchor
         self.graph = anchor.graph
         self.root = root
         self.names = names
         self.prefix = anchor.name or "rnn"
-        self.nodes: list[ir.Node] = []
+        self.nodes: list[oir.Node] = []
 
     def fresh(self, hint: str) -> str:
         return fresh_name(self.names, f"{self.prefix}/fused/{hint}")
 
-    def const(self, array: np.ndarray, hint: str = "c") -> ir.Value:
+    def const(self, array: np.ndarray, hint: str = "c") -> oir.Value:
         array = np.ascontiguousarray(array) if np.ndim(array) else np.asarray(array)  # (ascontiguousarray makes
         # a scalar [1])
-        v = ir.Value(name=self.fresh(hint), const_value=ir.Tensor(array), type=None)
+        v = oir.Value(name=self.fresh(hint), const_value=oir.Tensor(array), type=None)
         v.const_value.name = v.name  # type: ignore[union-attr]
-        v.type = ir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
-        v.shape = ir.Shape(array.shape)
+        v.type = oir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
+        v.shape = oir.Shape(array.shape)
         self.root.register_initializer(v)
         return v
 
-    def i64(self, values: Sequence[int]) -> ir.Value:
+    def i64(self, values: Sequence[int]) -> oir.Value:
         return self.const(np.asarray(values, np.int64), "axes")
 
-    def op(self, op_type: str, inputs: Sequence[ir.Value | None], attrs: dict[str, object] | None = None,
-           outputs: int = 1) -> list[ir.Value]:
+    def op(self, op_type: str, inputs: Sequence[oir.Value | None], attrs: dict[str, object] | None = None,
+           outputs: int = 1) -> list[oir.Value]:
         name = self.fresh(op_type)
-        outs = [ir.Value(name=f"{name}_{i}" if outputs > 1 else f"{name}_out") for i in range(outputs)]
+        outs = [oir.Value(name=f"{name}_{i}" if outputs > 1 else f"{name}_out") for i in range(outputs)]
         for o in outs:
             self.names.add(o.name)  # type: ignore[arg-type]
-        node = ir.Node("", op_type, list(inputs), attributes(attrs), outputs=outs,
+        node = oir.Node("", op_type, list(inputs), attributes(attrs), outputs=outs,
                        name=name)
         self.nodes.append(node)
         return outs
 
-    def op1(self, op_type: str, inputs: Sequence[ir.Value | None], attrs: dict[str, object] | None = None) -> ir.Value:
+    def op1(self, op_type: str, inputs: Sequence[oir.Value | None], attrs: dict[str, object] | None = None) -> oir.Value:
         return self.op(op_type, inputs, attrs)[0]
 
-    def squeeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+    def squeeze(self, x: oir.Value, axes: Sequence[int]) -> oir.Value:
         return self.op1("Squeeze", [x, self.i64(axes)])
 
-    def arange(self, n: ir.Value) -> ir.Value:
+    def arange(self, n: oir.Value) -> oir.Value:
         """0, 1, ..., n - 1 for an int64 scalar n."""
         return self.op1("Range", [self.const(np.array(0, np.int64), "zero"), n, self.const(np.array(1, np.int64), "one")])
 
-    def unsqueeze(self, x: ir.Value, axes: Sequence[int]) -> ir.Value:
+    def unsqueeze(self, x: oir.Value, axes: Sequence[int]) -> oir.Value:
         return self.op1("Unsqueeze", [x, self.i64(axes)])
 
-    def reverse(self, x: ir.Value, axis: int = 0) -> ir.Value:
+    def reverse(self, x: oir.Value, axis: int = 0) -> oir.Value:
         """x reversed along `axis` (a Slice with step -1)."""
         return self.op1("Slice", [x, self.i64([-1]), self.i64([-(2**63)]), self.i64([axis]), self.i64([-1])])
 
-    def move0(self, x: ir.Value, axis: int, rank: int) -> ir.Value:
+    def move0(self, x: oir.Value, axis: int, rank: int) -> oir.Value:
         """Move axis 0 of a rank-`rank` tensor to `axis`."""
         if axis == 0:
             return x
         perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
         return self.op1("Transpose", [x], {"perm": perm})
 
-    def to0(self, x: ir.Value, axis: int, rank: int) -> ir.Value:
+    def to0(self, x: oir.Value, axis: int, rank: int) -> oir.Value:
         """Move `axis` of a rank-`rank` tensor to position 0."""
         if axis == 0:
             return x
         perm = [axis] + [i for i in range(rank) if i != axis]
         return self.op1("Transpose", [x], {"perm": perm})
 
-    def replay(self, chain: Sequence[ir.Node], x: ir.Value, lifted: bool) -> ir.Value:
+    def replay(self, chain: Sequence[oir.Node], x: oir.Value, lifted: bool) -> oir.Value:
         """Apply the glue `chain` to x; `lifted`: x has an extra leading (time) axis that the glue keeps."""
         for n in chain:
             if n.op_type == "Identity":
@@ -234,11 +234,11 @@ class Subgraph(Emitter):
         super().__init__(em.anchor, em.root, em.names)
         self.prefix = em.prefix
 
-    def value(self, hint: str, dtype: ir.DataType | None = None) -> ir.Value:
+    def value(self, hint: str, dtype: oir.DataType | None = None) -> oir.Value:
         """A new graph input."""
-        return ir.Value(name=self.fresh(hint), type=ir.TensorType(dtype) if dtype is not None else None)
+        return oir.Value(name=self.fresh(hint), type=oir.TensorType(dtype) if dtype is not None else None)
 
-    def add(self, node: ir.Node) -> ir.Node:
+    def add(self, node: oir.Node) -> oir.Node:
         """An existing node (outputs named here when they have no name)."""
         for out in node.outputs:
             if not out.name:
@@ -246,21 +246,21 @@ class Subgraph(Emitter):
         self.nodes.append(node)
         return node
 
-    def build(self, outputs: Sequence[ir.Value], inputs: Sequence[ir.Value] = (), hint: str = "body") -> ir.Graph:
+    def build(self, outputs: Sequence[oir.Value], inputs: Sequence[oir.Value] = (), hint: str = "body") -> oir.Graph:
         """The graph of the nodes made here."""
-        return ir.Graph(list(inputs), list(outputs), nodes=self.nodes, name=self.fresh(hint))
+        return oir.Graph(list(inputs), list(outputs), nodes=self.nodes, name=self.fresh(hint))
 
-def distinct_output(x: ir.Value, body: ir.Graph, names: MutableSet[str], hint: str, like: ir.Node) -> ir.Value:
+def distinct_output(x: oir.Value, body: oir.Graph, names: MutableSet[str], hint: str, like: oir.Node) -> oir.Value:
     """`x` to be listed as a new output of `body`: itself, or an Identity of it when it is already an input or output
     of the body or comes from an enclosing graph (onnxruntime's Scan mishandles one value listed as two outputs)."""
     if not (x.is_graph_output() or x.graph is not body or x.is_graph_input()):
         return x
-    step = ir.Value(name=fresh_name(names, f"{hint}/step"), type=x.type, shape=x.shape)
-    body.append(inherit_meta(ir.Node("", "Identity", [x], outputs=[step], name=fresh_name(names, f"{hint}/step_node")),
+    step = oir.Value(name=fresh_name(names, f"{hint}/step"), type=x.type, shape=x.shape)
+    body.append(inherit_meta(oir.Node("", "Identity", [x], outputs=[step], name=fresh_name(names, f"{hint}/step_node")),
                              like))
     return step
 
-def redirect(pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
+def redirect(pairs: Sequence[tuple[oir.Value | None, oir.Value]], suffix: str) -> None:
     """Readers of each old value read its new value instead (a graph output keeps its name, the old value takes
     `name/suffix`)."""
     for old, new in pairs:
@@ -272,24 +272,24 @@ def redirect(pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> 
             new.name = name
         old.replace_all_uses_with(new, replace_graph_outputs=True)
 
-def own_weight_nodes(branch: ir.Graph, owner: ir.Graph) -> None:
+def own_weight_nodes(branch: oir.Graph, owner: oir.Graph) -> None:
     """Nodes of `owner` (the graph of `branch`'s If) that compute from initializers alone values only `branch` reads,
     its bodies included, move into it. onnxruntime folds them at load into the branch's initializers, which a body in
     the branch reads one level up and prepacks; left in `owner`, a Scan behind the empty-input If (empty_inputs.py) in
     gru_scan.py's branch read them two levels up and ran its Gemms unpacked (measured: the Keras GRU at batch 16 1.1x
     slower)."""
     inside = {branch, *branch.subgraphs()}
-    constant: dict[ir.Node, bool] = {}
+    constant: dict[oir.Node, bool] = {}
 
-    def from_initializers(n: ir.Node | None) -> bool:
-        if n is None or n.graph is not owner or any(a.type == ir.AttributeType.GRAPH for a in n.attributes.values()):
+    def from_initializers(n: oir.Node | None) -> bool:
+        if n is None or n.graph is not owner or any(a.type == oir.AttributeType.GRAPH for a in n.attributes.values()):
             return False
         if n not in constant:
             constant[n] = all(v is None or v.const_value is not None or from_initializers(v.producer())
                               for v in n.inputs)
         return constant[n]
 
-    moving: set[ir.Node] = set()
+    moving: set[oir.Node] = set()
     changed = True
     while changed:  # a node moves once every reader of its outputs is inside or moves
         changed = False
@@ -308,7 +308,7 @@ def own_weight_nodes(branch: ir.Graph, owner: ir.Graph) -> None:
     elif ordered:
         branch.extend(ordered)
 
-def own_weights(graph: ir.Graph) -> None:
+def own_weights(graph: oir.Graph) -> None:
     """Initializers of enclosing graphs that only `graph` (an If branch) reads, its bodies included, become the
     branch's own: onnxruntime prepacks an outer initializer read two If levels down no more (measured: a fused LSTM
     1.4x slower; a Scan's MatMul behind the empty-input If 1.2x slower)."""
@@ -322,7 +322,7 @@ def own_weights(graph: ir.Graph) -> None:
             del owner.initializers[v.name]
             graph.register_initializer(v)
 
-def replace_node(node: ir.Node, pairs: Sequence[tuple[ir.Value | None, ir.Value]], suffix: str) -> None:
+def replace_node(node: oir.Node, pairs: Sequence[tuple[oir.Value | None, oir.Value]], suffix: str) -> None:
     """redirect(pairs), then `node` leaves its graph."""
     redirect(pairs, suffix)
     for i in range(len(node.inputs)):

@@ -19,17 +19,17 @@ from collections import defaultdict
 from collections.abc import MutableSet
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import attr, input_at, is_default_domain, loops_innermost_first
 from ir2onnx.passes.analysis.values import const_array
 from ir2onnx.passes.rewrite import Emitter, all_names, replace_node
 
 
-class MergeSiblingConvsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class MergeSiblingConvsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
-        groups: dict[tuple[object, ...], list[ir.Node]] = defaultdict(list)
+        groups: dict[tuple[object, ...], list[oir.Node]] = defaultdict(list)
         for _, body, _ in loops_innermost_first(model.graph):  # outside loops one convolution is not faster
             for node in body:
                 key = _key(node)
@@ -40,10 +40,10 @@ class MergeSiblingConvsPass(ir.passes.InPlacePass):
             if len(nodes) > 1:
                 _merge(nodes, model.graph, names)
                 modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _key(node: ir.Node) -> tuple[object, ...] | None:
+def _key(node: oir.Node) -> tuple[object, ...] | None:
     """What convolutions merged into one must share, or None when `node` cannot be merged."""
     if node.op_type != "Conv" or not is_default_domain(node) or attr(node, "group", 1) != 1 \
             or len(node.outputs) != 1 or node.inputs[0] is None:
@@ -55,7 +55,7 @@ def _key(node: ir.Node) -> tuple[object, ...] | None:
     return id(node.graph), id(node.inputs[0]), attrs, w.shape[1:], w.dtype.str, b is not None
 
 
-def _merge(nodes: list[ir.Node], root: ir.Graph, names: MutableSet[str]) -> None:
+def _merge(nodes: list[oir.Node], root: oir.Graph, names: MutableSet[str]) -> None:
     graph = nodes[0].graph
     assert graph is not None
     order = {n: i for i, n in enumerate(graph)}

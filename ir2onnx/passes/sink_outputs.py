@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import MutableSet
 from typing import NamedTuple
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import (
     BROADCASTING_BINARY,
@@ -36,8 +36,8 @@ from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inher
 _GLUE = frozenset({"Identity", "Unsqueeze", "Squeeze", "Reshape", "Transpose"})
 
 
-class SinkStepOutputsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class SinkStepOutputsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in loops_innermost_first(model.graph):
@@ -46,16 +46,16 @@ class SinkStepOutputsPass(ir.passes.InPlacePass):
                 if chain is not None:
                     _sink(loop, body, outer, index, axis, chain, names)
                     modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
 class _Step(NamedTuple):
-    node: ir.Node
+    node: oir.Node
     varying: int  # which input carries the per-step value
     rank_in: int  # per-step rank of that input
 
 
-def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None:
+def _chain(body: oir.Graph, out: oir.Value) -> tuple[oir.Value, list[_Step]] | None:
     """(the per-step value v_t, the ops from it to `out` in order) when everything between is sinkable."""
     if list(body.outputs).count(out) != 1 or out.uses() or out.is_graph_input():
         return None
@@ -93,7 +93,7 @@ def _chain(body: ir.Graph, out: ir.Value) -> tuple[ir.Value, list[_Step]] | None
     return start, steps
 
 
-def _per_step(v: ir.Value, body: ir.Graph) -> bool:
+def _per_step(v: oir.Value, body: oir.Graph) -> bool:
     """Whether `v` may change from one iteration to the next (computed in the body from its inputs)."""
     if not defined_in(v, body):
         return False
@@ -103,7 +103,7 @@ def _per_step(v: ir.Value, body: ir.Graph) -> bool:
     return not (node.op_type == "Constant" and not node.inputs)
 
 
-def _batchable(node: ir.Node, varying: int) -> bool:
+def _batchable(node: oir.Node, varying: int) -> bool:
     op = node.op_type
     if op in NONDETERMINISTIC:
         return False
@@ -137,30 +137,30 @@ def _fits(step: _Step) -> bool:
     return True
 
 
-def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
-          chain: tuple[ir.Value, list[_Step]], names: MutableSet[str]) -> None:
+def _sink(loop: oir.Node, body: oir.Graph, outer: oir.Graph, index: int, axis: int,
+          chain: tuple[oir.Value, list[_Step]], names: MutableSet[str]) -> None:
     start, steps = chain
     old = loop.outputs[index - 1 if loop.op_type == "Loop" else index]
     hint = old.name or "stacked"
-    new_nodes: list[ir.Node] = []
+    new_nodes: list[oir.Node] = []
 
-    def emit(op: str, inputs: list[ir.Value | None], attrs: list[ir.Attr], like: ir.Node) -> ir.Value:
-        out = ir.Value(name=fresh_name(names, f"{hint}/{op}"))
-        new_nodes.append(inherit_meta(ir.Node("", op, inputs, attrs, outputs=[out],
+    def emit(op: str, inputs: list[oir.Value | None], attrs: list[oir.Attr], like: oir.Node) -> oir.Value:
+        out = oir.Value(name=fresh_name(names, f"{hint}/{op}"))
+        new_nodes.append(inherit_meta(oir.Node("", op, inputs, attrs, outputs=[out],
                                               name=fresh_name(names, f"{hint}/{op}_node")), like))
         return out
 
-    def ints(values: list[int], like: ir.Node) -> ir.Value:
-        return emit("Constant", [], [ir.AttrTensor("value", ir.tensor(values, ir.DataType.INT64))], like)
+    def ints(values: list[int], like: oir.Node) -> oir.Value:
+        return emit("Constant", [], [oir.AttrTensor("value", oir.tensor(values, oir.DataType.INT64))], like)
 
     # the body stacks v_t itself, on axis 0
     body.outputs[index] = distinct_output(start, body, names, hint, loop)
     if loop.op_type == "Scan":
         axes = [0 if i == index else a for i, a in stacked_outputs(loop, body)]
-        loop.attributes["scan_output_axes"] = ir.AttrInt64s("scan_output_axes", axes)
+        loop.attributes["scan_output_axes"] = oir.AttrInt64s("scan_output_axes", axes)
     uses = list(old.uses())
     # ... and the chain runs once on the stacked value, every per-step axis one further
-    x: ir.Value = old
+    x: oir.Value = old
     for step in steps:
         node = step.node
         inputs = list(node.inputs)
@@ -174,21 +174,21 @@ def _sink(loop: ir.Node, body: ir.Graph, outer: ir.Graph, index: int, axis: int,
             inputs[1] = ints([(a + full if a < 0 else a) + 1 for a in given], node)
         elif op == "Reshape":
             inputs[1] = ints([0, *(const_ints(input_at(node, 1)) or [])], node)
-            attrs = [ir.AttrInt64("allowzero", 0)]
+            attrs = [oir.AttrInt64("allowzero", 0)]
         elif op == "Transpose":
             perm = attr(node, "perm")
             perm = list(range(r))[::-1] if perm is None else [int(p) for p in perm]  # type: ignore[union-attr]
-            attrs = [ir.AttrInt64s("perm", [0, *(p + 1 for p in perm)])]
+            attrs = [oir.AttrInt64s("perm", [0, *(p + 1 for p in perm)])]
         elif op in ("Softmax", "LogSoftmax"):
             a = int(attr(node, "axis", -1))  # type: ignore[arg-type]
-            attrs = [ir.AttrInt64("axis", (a + r if a < 0 else a) + 1)]
+            attrs = [oir.AttrInt64("axis", (a + r if a < 0 else a) + 1)]
         x = emit(op, inputs, attrs, node)
     if axis != 0:  # the stacked axis back where the output had it
         out_rank = _out_rank(steps[-1])
         a = axis + out_rank + 1 if axis < 0 else axis
         perm = list(range(1, out_rank + 1))
         perm.insert(a, 0)
-        x = emit("Transpose", [x], [ir.AttrInt64s("perm", perm)], loop)
+        x = emit("Transpose", [x], [oir.AttrInt64s("perm", perm)], loop)
     x.type, x.shape = old.type, old.shape
     old.type, old.shape = start.type, None
     outer.insert_after(loop, new_nodes)

@@ -14,30 +14,30 @@ And where the translation then merges the unit axis into its neighbour (the conc
 control_flow/common.py merge_axes, built from Shape reads of the same tensor), that Reshape is the tensor without its
 unit axis: the value before the Unsqueeze is read instead. A Reshape writing a graph output is a copy in onnxruntime:
 for a Loop's [B, T, 256] output at batch 16 it cost 3 us an iteration, 1.27x a hand-written Loop's time per
-iteration (scripts/bench_loop_overhead.py --batch 16 --size 256), 0.98x without it.
+iteration (scripts/bench/bench_loop_overhead.py --batch 16 --size 256), 0.98x without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import is_default_domain, loops_innermost_first, stacked_outputs
 from ir2onnx.passes.analysis.values import const_ints
 from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, read_instead, take_place
 
 
-class StackedOutputsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class StackedOutputsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in loops_innermost_first(model.graph):
             modified |= _rewrite(loop, body, outer, names)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[str]) -> bool:
+def _rewrite(loop: oir.Node, body: oir.Graph, outer: oir.Graph, names: MutableSet[str]) -> bool:
     modified = False
     new_axes: list[int] = []
     for i, axis in stacked_outputs(loop, body):
@@ -59,14 +59,14 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[s
         _restack(loop, outer, loop.outputs[i - 1 if loop.op_type == "Loop" else i], unit, names)
         modified = True
     if modified and loop.op_type == "Scan" and "scan_output_axes" in loop.attributes:
-        loop.attributes["scan_output_axes"] = ir.AttrInt64s("scan_output_axes", new_axes)
+        loop.attributes["scan_output_axes"] = oir.AttrInt64s("scan_output_axes", new_axes)
     return modified
 
 
-def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: MutableSet[str]) -> None:
+def _restack(loop: oir.Node, outer: oir.Graph, out: oir.Value, axis: int, names: MutableSet[str]) -> None:
     """The loop now stacks values without the unit axis: its readers read `out` with that axis added back."""
     hint = out.name or "stacked"
-    full = ir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
+    full = oir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
     out.replace_all_uses_with(full, replace_graph_outputs=True)  # before the Unsqueeze reads `out`
     if full.is_graph_output():
         full.name, out.name = out.name, fresh_name(names, f"{hint}/stacked")
@@ -77,28 +77,28 @@ def _restack(loop: ir.Node, outer: ir.Graph, out: ir.Value, axis: int, names: Mu
     _skip_merges(unsqueeze, axis, outer)
 
 
-def _without_axis(shape: ir.Shape | None, axis: int) -> ir.Shape | None:
+def _without_axis(shape: oir.Shape | None, axis: int) -> oir.Shape | None:
     """`shape` with its (unit) axis `axis` dropped; None where it is unknown or has no such axis."""
     if shape is None or not 0 <= axis < len(shape):
         return None
     dims = list(shape)
     del dims[axis]
-    return ir.Shape(dims)
+    return oir.Shape(dims)
 
 
-def _unsqueeze(x: ir.Value, axis: int, result: ir.Value, hint: str, names: MutableSet[str],
-               like: ir.Node) -> list[ir.Node]:
+def _unsqueeze(x: oir.Value, axis: int, result: oir.Value, hint: str, names: MutableSet[str],
+               like: oir.Node) -> list[oir.Node]:
     """A Constant [axis] and Unsqueeze(x, it) -> result, standing for `like` (its layer)."""
-    axes = ir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
-    nodes = [ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([axis], ir.DataType.INT64))],
+    axes = oir.Value(name=fresh_name(names, f"{hint}/unit_axis"))
+    nodes = [oir.Node("", "Constant", [], [oir.AttrTensor("value", oir.tensor([axis], oir.DataType.INT64))],
                      outputs=[axes], name=fresh_name(names, f"{hint}/unit_axis_node")),
-             ir.Node("", "Unsqueeze", [x, axes], outputs=[result], name=fresh_name(names, f"{hint}/unsqueeze"))]
+             oir.Node("", "Unsqueeze", [x, axes], outputs=[result], name=fresh_name(names, f"{hint}/unsqueeze"))]
     for n in nodes:
         inherit_meta(n, like)
     return nodes
 
 
-def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: MutableSet[str]) -> tuple[ir.Node, int]:
+def _past_transpose(unsqueeze: oir.Node, axis: int, outer: oir.Graph, names: MutableSet[str]) -> tuple[oir.Node, int]:
     """Unsqueeze(x, axis) read only by Transpose(perm) becomes Transpose(x, perm without the unit axis) and an
     Unsqueeze where perm puts the unit axis: the same tensor, the Transpose moving a tensor of one rank less. The
     Unsqueeze that adds the unit axis in the end, and where."""
@@ -117,10 +117,10 @@ def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: Mutab
     assert x is not None
     at = perm.index(axis)
     hint = y.name or "transposed"
-    moved = ir.Value(name=fresh_name(names, f"{hint}/without_unit_axis"), type=y.type,
+    moved = oir.Value(name=fresh_name(names, f"{hint}/without_unit_axis"), type=y.type,
                      shape=_without_axis(y.shape, at) if y.shape is not None and len(y.shape) == len(perm) else None)
-    result = ir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=y.type, shape=y.shape)
-    transpose = ir.Node("", "Transpose", [x], [ir.AttrInt64s("perm", [p - (p > axis) for p in perm if p != axis])],
+    result = oir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=y.type, shape=y.shape)
+    transpose = oir.Node("", "Transpose", [x], [oir.AttrInt64s("perm", [p - (p > axis) for p in perm if p != axis])],
                         outputs=[moved], name=fresh_name(names, f"{hint}/transpose"))
     new = [inherit_meta(transpose, node), *_unsqueeze(moved, at, result, hint, names, node)]
     outer.insert_after(node, new)
@@ -132,7 +132,7 @@ def _past_transpose(unsqueeze: ir.Node, axis: int, outer: ir.Graph, names: Mutab
     return new[-1], at
 
 
-def _skip_merges(unsqueeze: ir.Node, axis: int, outer: ir.Graph) -> None:
+def _skip_merges(unsqueeze: oir.Node, axis: int, outer: oir.Graph) -> None:
     """Readers of Unsqueeze(x, axis) that merge the unit axis into a neighbour read x instead."""
     x, full = unsqueeze.inputs[0], unsqueeze.outputs[0]
     assert x is not None
@@ -144,7 +144,7 @@ def _skip_merges(unsqueeze: ir.Node, axis: int, outer: ir.Graph) -> None:
             outer.remove(node, safe=True)
 
 
-def _merges(node: ir.Node, v: ir.Value, unit: int) -> bool:
+def _merges(node: oir.Node, v: oir.Value, unit: int) -> bool:
     """Whether `node` is merge_axes(v, k) for k = unit - 1 or unit (control_flow/common.py):
     Reshape(v, Concat(Shape(v, 0, k), Mul(Shape(v, k, k + 1), Shape(v, k + 1, k + 2)), Shape(v, k + 2)))."""
     if node.op_type != "Reshape" or not is_default_domain(node) or len(node.inputs) != 2 or node.inputs[1] is None:
@@ -161,7 +161,7 @@ def _merges(node: ir.Node, v: ir.Value, unit: int) -> bool:
     return k is not None and spans == [(0, k), (k, k + 1), (k + 1, k + 2), (k + 2, None)] and unit in (k, k + 1)
 
 
-def _span(value: ir.Value | None, v: ir.Value) -> tuple[int, int | None] | None:
+def _span(value: oir.Value | None, v: oir.Value) -> tuple[int, int | None] | None:
     """(start, end) of Shape(v, start, end) when that is what computes `value` (non-negative bounds only)."""
     node = value.producer() if value is not None else None
     if node is None or node.op_type != "Shape" or not is_default_domain(node) or node.inputs[0] is not v:

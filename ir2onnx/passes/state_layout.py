@@ -12,24 +12,24 @@ from __future__ import annotations
 
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import carried_count, explicit_perm, loops_innermost_first, producer
 from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta
 
 
-class CarriedLayoutPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class CarriedLayoutPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in list(loops_innermost_first(model.graph)):
             first_in, first_out = (2, 1) if loop.op_type == "Loop" else (0, 0)
             for i in range(carried_count(loop)):
                 modified |= _carry_transposed(loop, body, outer, first_in + i, first_out + i, i, names)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: int, body_out: int, state: int,
+def _carry_transposed(loop: oir.Node, body: oir.Graph, outer: oir.Graph, body_in: int, body_out: int, state: int,
                       names: MutableSet[str]) -> bool:
     """Carry state `state` (body input `body_in`, body output `body_out`, loop input `body_in`, loop output `state`)
     as its body's transposed layout when the body reads it through one permutation only and returns it through the
@@ -50,13 +50,13 @@ def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: i
         return False
     hint = loop.name or loop.op_type
     # before the loop: the initial value in the body's layout
-    moved_init = ir.Value(name=fresh_name(names, f"{hint}/state{state}_transposed"), type=init.type)
-    outer.insert_before(loop, inherit_meta(ir.Node("", "Transpose", [init], [ir.AttrInt64s("perm", perm)],
+    moved_init = oir.Value(name=fresh_name(names, f"{hint}/state{state}_transposed"), type=init.type)
+    outer.insert_before(loop, inherit_meta(oir.Node("", "Transpose", [init], [oir.AttrInt64s("perm", perm)],
                                                    outputs=[moved_init],
                                                    name=fresh_name(names, f"{hint}/state{state}_transpose")), loop))
     loop.replace_input_with(body_in, moved_init)
     # in the body: the readers read the carried value itself; the body returns it untransposed
-    new_in = ir.Value(name=fresh_name(names, f"{v_in.name}/transposed"), type=v_in.type)
+    new_in = oir.Value(name=fresh_name(names, f"{v_in.name}/transposed"), type=v_in.type)
     for n in readers:
         n.outputs[0].replace_all_uses_with(new_in, replace_graph_outputs=True)
         body.remove(n, safe=True)
@@ -69,11 +69,11 @@ def _carry_transposed(loop: ir.Node, body: ir.Graph, outer: ir.Graph, body_in: i
     # after the loop: the final value back in the original layout, where it is read
     final = loop.outputs[state]
     if final.uses() or final.is_graph_output():
-        restored = ir.Value(name=fresh_name(names, f"{final.name}/restored"), type=final.type, shape=final.shape)
+        restored = oir.Value(name=fresh_name(names, f"{final.name}/restored"), type=final.type, shape=final.shape)
         final.replace_all_uses_with(restored, replace_graph_outputs=True)
         if restored.is_graph_output():
             restored.name, final.name = final.name, fresh_name(names, f"{final.name}/transposed")
-        outer.insert_after(loop, inherit_meta(ir.Node("", "Transpose", [final], [ir.AttrInt64s("perm", explicit_perm(back))],
+        outer.insert_after(loop, inherit_meta(oir.Node("", "Transpose", [final], [oir.AttrInt64s("perm", explicit_perm(back))],
                                                       outputs=[restored],
                                                       name=fresh_name(names, f"{hint}/state{state}_restore")),
                                               loop))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import NoMatch, explicit_perm, is_default_domain, loops_innermost_first, producer
 from ir2onnx.passes.analysis.values import const_ints
@@ -28,17 +28,17 @@ from ir2onnx.passes.recurrent.views import State
 from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, replace_node
 
 
-class TensorListOutputsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class TensorListOutputsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for loop, body, outer in list(loops_innermost_first(model.graph)):
             if loop.op_type == "Loop" and is_default_domain(loop):
                 modified |= _rewrite(loop, body, outer, names)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[str]) -> bool:
+def _rewrite(loop: oir.Node, body: oir.Graph, outer: oir.Graph, names: MutableSet[str]) -> bool:
     try:
         it = loop_iterations(loop)
     except NoMatch:
@@ -46,7 +46,7 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[s
     bound = it.bound
     if bound is None or bound.k or (not bound.dim and bound.const < 1) or it.capped_by is not None:
         return False
-    rows: dict[int, ir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
+    rows: dict[int, oir.Value] = {}  # carried value index -> the row its buffer gets at each iteration
     for i, s in enumerate(it.states):
         _unsqueeze_last(s.body_out, body, names)
         found = buffer_row(s, it.index, bound)
@@ -65,9 +65,9 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[s
     body.inputs.clear()
     body.inputs.extend(kept_in)
     old_outs = [*(loop.outputs[i] for i in keep), *loop.outputs[n_carried:], *(loop.outputs[i] for i in rows)]
-    new_outs = [ir.Value(name=fresh_name(names, f"{hint}/{v.name or 'out'}")) for v in old_outs]
-    node = ir.Node("", "Loop", [loop.inputs[0], loop.inputs[1], *(loop.inputs[2 + i] for i in keep)],
-                   [ir.AttrGraph("body", body)], outputs=new_outs, name=fresh_name(names, hint), version=loop.version)
+    new_outs = [oir.Value(name=fresh_name(names, f"{hint}/{v.name or 'out'}")) for v in old_outs]
+    node = oir.Node("", "Loop", [loop.inputs[0], loop.inputs[1], *(loop.inputs[2 + i] for i in keep)],
+                   [oir.AttrGraph("body", body)], outputs=new_outs, name=fresh_name(names, hint), version=loop.version)
     loop.attributes.pop("body")
     outer.insert_before(loop, inherit_meta(node, loop))
     # a run-time length may be 0, a computed initial condition may stop the loop before its first iteration: the
@@ -80,29 +80,29 @@ def _rewrite(loop: ir.Node, body: ir.Graph, outer: ir.Graph, names: MutableSet[s
     return True
 
 
-def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Value:
+def _or_initial(stacked: oir.Value, init: oir.Value, loop: oir.Node, outer: oir.Graph, names: MutableSet[str]) -> oir.Value:
     """If(stacked has rows) stacked else init: the buffer's value after a loop that may run no iteration (its shape
     then is the initial one's, which a Where would broadcast)."""
     hint = f"{loop.name}/rows"
 
-    def value(label: str) -> ir.Value:
-        return ir.Value(name=fresh_name(names, f"{hint}/{label}"))
+    def value(label: str) -> oir.Value:
+        return oir.Value(name=fresh_name(names, f"{hint}/{label}"))
 
-    def branch(label: str, source: ir.Value) -> ir.Graph:
+    def branch(label: str, source: oir.Value) -> oir.Graph:
         out = value(label)
-        return ir.Graph([], [out], nodes=[ir.Node("", "Identity", [source], outputs=[out],
+        return oir.Graph([], [out], nodes=[oir.Node("", "Identity", [source], outputs=[out],
                                                   name=fresh_name(names, f"{hint}/{label}_node"))],
                         name=fresh_name(names, f"{hint}/{label}_branch"))
 
     rows, zero, ran, result = value("count"), value("zero"), value("ran"), value("buffer")
     nodes = [
-        ir.Node("", "Shape", [stacked], [ir.AttrInt64("start", 0), ir.AttrInt64("end", 1)], outputs=[rows],
+        oir.Node("", "Shape", [stacked], [oir.AttrInt64("start", 0), oir.AttrInt64("end", 1)], outputs=[rows],
                 name=fresh_name(names, f"{hint}/count_node")),
-        ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor([0], ir.DataType.INT64))], outputs=[zero],
+        oir.Node("", "Constant", [], [oir.AttrTensor("value", oir.tensor([0], oir.DataType.INT64))], outputs=[zero],
                 name=fresh_name(names, f"{hint}/zero_node")),
-        ir.Node("", "Greater", [rows, zero], outputs=[ran], name=fresh_name(names, f"{hint}/ran_node")),
-        ir.Node("", "If", [ran], [ir.AttrGraph("then_branch", branch("stacked", stacked)),
-                                  ir.AttrGraph("else_branch", branch("initial", init))],
+        oir.Node("", "Greater", [rows, zero], outputs=[ran], name=fresh_name(names, f"{hint}/ran_node")),
+        oir.Node("", "If", [ran], [oir.AttrGraph("then_branch", branch("stacked", stacked)),
+                                  oir.AttrGraph("else_branch", branch("initial", init))],
                 outputs=[result], name=fresh_name(names, f"{hint}/if")),
     ]
     for n in nodes:
@@ -111,7 +111,7 @@ def _or_initial(stacked: ir.Value, init: ir.Value, loop: ir.Node, outer: ir.Grap
     return result
 
 
-def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: MutableSet[str]) -> None:
+def _unsqueeze_last(written: oir.Value, body: oir.Graph, names: MutableSet[str]) -> None:
     """A ScatterND writing Transpose(Unsqueeze(r, [0]), perm) with perm[0] = 0 (OpenVINO moves layout Transposes past
     the Unsqueeze: a Keras ConvLSTM2D's NCHW row to its NHWC buffer; on run-time shapes behind the Reshape and Slice
     that clip the write) writes Unsqueeze(Transpose(r, perm[1:] - 1), [0]): the same tensor, with the row itself a
@@ -129,8 +129,8 @@ def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: MutableSet[str]) -
             or len(unsq.outputs[0].uses()) != 1 or not all(n.graph is body for n in (tr, unsq)):
         return
     row = unsq.inputs[0]
-    moved = ir.Value(name=fresh_name(names, f"{tr.name or 'Transpose'}/row"), type=row.type)
-    swapped = ir.Node("", "Transpose", [row], [ir.AttrInt64s("perm", [p - 1 for p in perm[1:]])],
+    moved = oir.Value(name=fresh_name(names, f"{tr.name or 'Transpose'}/row"), type=row.type)
+    swapped = oir.Node("", "Transpose", [row], [oir.AttrInt64s("perm", [p - 1 for p in perm[1:]])],
                       outputs=[moved], name=fresh_name(names, f"{tr.name or 'Transpose'}/row_node"))
     body.insert_before(unsq, inherit_meta(swapped, tr))
     unsq.replace_input_with(0, moved)
@@ -138,10 +138,10 @@ def _unsqueeze_last(written: ir.Value, body: ir.Graph, names: MutableSet[str]) -
     body.remove(tr, safe=True)
 
 
-def _only_written(s: State, row: ir.Value, body: ir.Graph) -> bool:
+def _only_written(s: State, row: oir.Value, body: oir.Graph) -> bool:
     """Whether the buffer's body value feeds nothing but its own write (ops computing the written tensor or its shape,
     read by nothing else), and the row is not computed from it."""
-    reached: set[ir.Node] = set()
+    reached: set[oir.Node] = set()
     work = [s.body_in]
     while work:
         v = work.pop()

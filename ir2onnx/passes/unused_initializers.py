@@ -7,24 +7,24 @@ gru_scan.py rewriting that node; onnxruntime then removes them itself, with a wa
 
 from __future__ import annotations
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes
 
 
-class RemoveUnusedSubgraphInitializersPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class RemoveUnusedSubgraphInitializersPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         removed = 0
         for node in all_nodes(model.graph):
             for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.GRAPH:
+                if attr.type == oir.AttributeType.GRAPH:
                     removed += _remove_unused(attr.as_graph())
-                elif attr.type == ir.AttributeType.GRAPHS:
+                elif attr.type == oir.AttributeType.GRAPHS:
                     removed += sum(_remove_unused(g) for g in attr.as_graphs())
-        return ir.passes.PassResult(model, modified=bool(removed))
+        return oir.passes.PassResult(model, modified=bool(removed))
 
 
-def _remove_unused(graph: ir.Graph) -> int:
+def _remove_unused(graph: oir.Graph) -> int:
     kept = frozenset(graph.inputs) | frozenset(graph.outputs)
     unused = [name for name, v in graph.initializers.items() if not v.uses() and v not in kept]
     for name in unused:

@@ -29,7 +29,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import make_session
+from ir2onnx.verify.onnxruntime_run import make_session
 
 
 def weights(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -42,14 +42,23 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import openvino as ov
-from recurrent_models import (check_keras_form, check_torch_form, generic_loop, keras2_layer, keras_layer,
-                              products_model, streaming, ti_cell, ti_stacked, torch_layer)
+from recurrent_models import (
+    check_keras_form,
+    check_torch_form,
+    generic_loop,
+    keras2_layer,
+    keras_layer,
+    products_model,
+    streaming,
+    ti_cell,
+    ti_stacked,
+    torch_layer,
+)
 
 import ir2onnx
-from ir2onnx.check.onnx_edit import all_nodes
 from ir2onnx.errors import ConversionError
 from ir2onnx.markers import STATES
-
+from ir2onnx.verify.onnx_edit import all_nodes
 
 # ---- timing
 
@@ -89,7 +98,7 @@ def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]],
 
 def ort_session(proto: Any, threads: int, device: str = "cpu") -> Any:
     """The check's session (on CUDA: full f32 products, as OpenVINO computes with its f32 precision hint)."""
-    from ir2onnx.check.worker import ort_session as make
+    from ir2onnx.verify.worker import ort_session as make
 
     try:
         return make(proto.SerializeToString(), device, threads=threads)

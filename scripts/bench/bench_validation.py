@@ -18,7 +18,7 @@ CHILD = r"""
 import json, resource, sys, time
 import onnxruntime
 import ir2onnx.api as api
-from ir2onnx.convert.validate_onnx import validate_model
+from ir2onnx.translate.validate_onnx import validate_model
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 base = rss()
 api.validate_model = lambda model: None

@@ -49,8 +49,8 @@ def judge(xml: Path, feed: Sequence[Any], reference: Sequence[Any],
     import onnx
 
     import ir2onnx
-    from ir2onnx.check.onnxruntime_run import run_onnxruntime
     from ir2onnx.errors import ConversionError
+    from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 
     try:
         proto = convert(xml) if convert is not None else ir2onnx.convert(str(xml))

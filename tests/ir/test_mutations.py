@@ -34,7 +34,7 @@ CLI_EVERY = 10  # mutants also run through ir2onnx.cli.main
 
 def _built(name: str, directory: Path) -> Path:
     pytest.importorskip("openvino")
-    from tests.convert.control_flow import builders
+    from tests.translate.control_flow import builders
     from tests.utils import save_ir
 
     model = {
@@ -109,7 +109,7 @@ def _openvino_vs_onnx(xml: str, onnx_path: str) -> str:
     'match', or what differs."""
     import openvino as ov
 
-    from ir2onnx.check.openvino_ref import F32_CONFIG
+    from ir2onnx.verify.openvino_ref import F32_CONFIG
 
     core = ov.Core()
     try:

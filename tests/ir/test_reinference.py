@@ -15,7 +15,7 @@ import pytest
 
 import ir2onnx
 from ir2onnx.errors import IRValidationError
-from tests.convert.control_flow.builders import loop_model, ti_accumulate
+from tests.translate.control_flow.builders import loop_model, ti_accumulate
 from tests.utils import assert_equivalent, rng_inputs, save_ir
 
 TI_INPUTS = rng_inputs([((2, 4, 3), np.float32), ((2, 3), np.float32)], 3)

@@ -174,7 +174,7 @@ LOOP_BODY_ERRORS = [
 @pytest.mark.parametrize(("case", "replace", "fragments"), LOOP_BODY_ERRORS, ids=[c[0] for c in LOOP_BODY_ERRORS])
 def test_inconsistent_port_maps(tmp_path: Path, case: str, replace: tuple[str, str], fragments: list[str]) -> None:
     pytest.importorskip("openvino")
-    from tests.convert.control_flow.builders import loop_model
+    from tests.translate.control_flow.builders import loop_model
     from tests.utils import save_ir
 
     xml = save_ir(loop_model(3, True), tmp_path)

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.recurrent import chunk_rnn
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, rewritten, rng_inputs, save_ir
 
@@ -62,7 +62,7 @@ def chunked(proto: onnx.ModelProto) -> onnx.ModelProto:
     ("GRU", 100, 16, 256, None),  # batch 16: a Scan instead (gru_scan.py)
 ])
 def test_chunk_sizes(op: str, steps: int, batch: int, hidden: int, expected: list[int] | None) -> None:
-    model = ir.serde.deserialize_model(rnn_model(op, steps, batch, hidden))
+    model = oir.serde.deserialize_model(rnn_model(op, steps, batch, hidden))
     sizes = chunk_rnn.chunk_sizes(next(iter(model.graph)))
     assert sizes == expected
     assert sizes is None or sum(sizes) == steps
@@ -91,7 +91,7 @@ def test_chunks_compute_the_same_bits(monkeypatch: pytest.MonkeyPatch, op: str, 
     steps, batch, hidden = 37, 3, 5
     proto = rnn_model(op, steps, batch, hidden, **kw)
     out = chunked(proto)
-    chunks = len(chunk_rnn.chunk_sizes(next(iter(ir.serde.deserialize_model(proto).graph))) or [])
+    chunks = len(chunk_rnn.chunk_sizes(next(iter(oir.serde.deserialize_model(proto).graph))) or [])
     assert chunks > 1 and count_ops(out, op) == chunks * (2 if kw.get("direction") == "bidirectional" else 1)
     assert not any(len(n.input) > 4 and n.input[4] for n in out.graph.node if n.op_type == op)
     rng = np.random.default_rng(1)
@@ -109,10 +109,10 @@ def test_other_forms_stay_whole(monkeypatch: pytest.MonkeyPatch, kw: dict[str, A
     monkeypatch.setattr(chunk_rnn, "CHUNK_BYTES", 64)
     monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on
     layout = kw.pop("layout", None)
-    model = ir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1, **kw))
+    model = oir.serde.deserialize_model(rnn_model("LSTM", 40, 2, 3, states=False, outputs=1, **kw))
     node = next(iter(model.graph))
     if layout is not None:
-        node.attributes["layout"] = ir.convenience.convert_attribute("layout", layout)
+        node.attributes["layout"] = oir.convenience.convert_attribute("layout", layout)
     assert chunk_rnn.chunk_sizes(node) is None
     chunk_rnn.ChunkRecurrentPass()(model)
     assert [n.op_type for n in model.graph] == ["LSTM"]

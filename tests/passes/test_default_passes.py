@@ -8,8 +8,8 @@ import numpy as np
 import openvino as ov
 import openvino.opset13 as ops
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from tests.convert.control_flow.builders import ti_accumulate
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
+from tests.translate.control_flow.builders import ti_accumulate
 from tests.utils import assert_equivalent, convert_checked, count_ops, rng_inputs, save_ir
 
 

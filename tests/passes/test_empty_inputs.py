@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ir2onnx
-from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
+from ir2onnx.verify.openvino_ref import run_openvino
 from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import recurrent_loop
 from tests.passes.test_fuse_rnn import _inputs
@@ -239,10 +239,10 @@ def test_guarded_scan_reads_its_weights_one_level_up(tmp_path: Path) -> None:
     from tests.passes.test_gru_scan import gru_model, min_batch
 
     proto = gru_model("T", "N", linear_before_reset=1, outputs="Y_h")
-    model = ir.serde.deserialize_model(proto)
+    model = oir.serde.deserialize_model(proto)
     optimize(model)
     GuardEmptyInputsPass()(model)
-    out = ir.to_proto(model)
+    out = oir.to_proto(model)
     dispatch = next(n for n in out.graph.node if n.op_type == "If")
     then = next(a.g for a in dispatch.attribute if a.name == "then_branch")
     guard = next(n for n in then.node if n.op_type == "If")

@@ -1,36 +1,36 @@
 """Reductions over a possibly empty axis get non-negative axes and keep them, squeezed after (onnxruntime's CUDA
 kernels refuse to drop an empty axis; its 1.31 CPU kernels return an empty input's shape for a negative axis);
 models converted for CUDA keep fused RNN/GRU nodes (the CPU-only rewrites are left out). Numbers are compared on
-onnxruntime's CPU provider here; tests/convert/control_flow/test_cuda.py runs the fixtures on CUDA."""
+onnxruntime's CPU provider here; tests/translate/control_flow/test_cuda.py runs the fixtures on CUDA."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as oh
 
 import ir2onnx
-from ir2onnx.check.onnx_edit import all_nodes
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.errors import ConversionError
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
+from ir2onnx.verify.onnx_edit import all_nodes
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import assert_equivalent, count_ops, save_ir
 
 
 def _reduce_model(op: str, keepdims: int | None, axes: list[int] | None, shape: list[int | str],
-                  opset: int = 18) -> ir.Model:
+                  opset: int = 18) -> oir.Model:
     ins = ["x"] + (["axes"] if axes is not None else [])
     attrs = {} if keepdims is None else {"keepdims": keepdims}
     inits = [oh.make_tensor("axes", TP.INT64, [len(axes)], axes)] if axes is not None else []
     graph = oh.make_graph([oh.make_node(op, ins, ["y"], **attrs)], "g", [oh.make_tensor_value_info("x", TP.FLOAT, shape)],
                           [oh.make_tensor_value_info("y", TP.FLOAT, None)], initializer=inits)
-    return ir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)], ir_version=8))
+    return oir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)], ir_version=8))
 
 
 @pytest.mark.parametrize(("op", "axes", "shape", "feed"), [
@@ -56,7 +56,7 @@ def test_possibly_empty_axes_are_kept_then_squeezed(op: str, axes: list[int] | N
     else:
         assert min(reduce.inputs[1].const_value.numpy()) >= 0
     assert [o.name for o in model.graph.outputs] == ["y"]
-    got = run_onnxruntime(ir.to_proto(model), {"x": x})[0]
+    got = run_onnxruntime(oir.to_proto(model), {"x": x})[0]
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
@@ -67,7 +67,7 @@ def test_negative_axes_of_a_possibly_empty_input_become_non_negative() -> None:
     assert EmptyReductionsPass()(model).modified
     assert [n.op_type for n in model.graph] == ["ReduceMax"]
     assert list(next(iter(model.graph)).inputs[1].const_value.numpy()) == [1]
-    assert run_onnxruntime(ir.to_proto(model), {"x": x})[0].shape == (3, 1)
+    assert run_onnxruntime(oir.to_proto(model), {"x": x})[0].shape == (3, 1)
 
 
 @pytest.mark.parametrize(("keepdims", "axes", "shape"), [
@@ -117,9 +117,9 @@ def test_reduction_of_a_constant_node() -> None:
                            oh.make_node("ReduceSum", ["c", "axes"], ["y"], keepdims=0)], "g", [],
                           [oh.make_tensor_value_info("y", TP.FLOAT, None)],
                           initializer=[oh.make_tensor("axes", TP.INT64, [1], [-1])])
-    model = ir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)], ir_version=8))
+    model = oir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)], ir_version=8))
     EmptyReductionsPass()(model)
-    assert run_onnxruntime(ir.to_proto(model), {})[0] == 6
+    assert run_onnxruntime(oir.to_proto(model), {})[0] == 6
 
 
 def test_attribute_axes_of_older_opsets() -> None:
@@ -127,9 +127,9 @@ def test_attribute_axes_of_older_opsets() -> None:
     graph = oh.make_graph([oh.make_node("ReduceMax", ["x"], ["y"], keepdims=0, axes=[-1])], "g",
                           [oh.make_tensor_value_info("x", TP.FLOAT, [2, "n"])],
                           [oh.make_tensor_value_info("y", TP.FLOAT, None)])
-    model = ir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)], ir_version=8))
+    model = oir.from_proto(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)], ir_version=8))
     assert EmptyReductionsPass()(model).modified
     reduce = next(iter(model.graph))
     assert len(reduce.inputs) == 1 and list(reduce.attributes["axes"].value) == [1]
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(run_onnxruntime(ir.to_proto(model), {"x": x})[0], x.max(axis=1))
+    np.testing.assert_array_equal(run_onnxruntime(oir.to_proto(model), {"x": x})[0], x.max(axis=1))

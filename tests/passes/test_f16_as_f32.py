@@ -6,17 +6,17 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
-from ir2onnx.check.compare import compare_output
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
-from ir2onnx.check.openvino_ref import run_openvino
 from ir2onnx.passes.analysis.shapes import infer_shapes
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
-from tests.convert.control_flow.mo_ir import Bin, Net, port_map, write
+from ir2onnx.verify.compare import compare_output
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
+from ir2onnx.verify.openvino_ref import run_openvino
+from tests.translate.control_flow.mo_ir import Bin, Net, port_map, write
 from tests.utils import assert_equivalent, count_ops, ov, save_ir
 
 
@@ -118,37 +118,37 @@ def test_f16_overflow_between_layers_as_openvino(tmp_path: Path) -> None:
     assert run_onnxruntime(proto, {"y": feed[0]})[0].tolist() == [40000, 1, 2]
 
 
-def _f16_loop_model() -> ir.Model:
+def _f16_loop_model() -> oir.Model:
     """x (f16) -> Loop twice { s = s * w (an f16 body initializer) + ConstantOfShape(f16 0.5) } -> + an f16
     Constant -> Cast(to f16) -> the f16 output."""
-    f16 = ir.DataType.FLOAT16
-    x = ir.Value(name="x", type=ir.TensorType(f16), shape=ir.Shape([2]))
-    i = ir.Value(name="i", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([]))
-    cond = ir.Value(name="cond", type=ir.TensorType(ir.DataType.BOOL), shape=ir.Shape([]))
-    s = ir.Value(name="s", type=ir.TensorType(f16), shape=ir.Shape([2]))
-    w = ir.Value(name="w", type=ir.TensorType(f16), shape=ir.Shape([2]),
-                 const_value=ir.tensor(np.array([300, 2], np.float16), name="w"))
-    two = ir.node("Constant", [], attributes={"value": ir.tensor(np.array([2], np.int64))})
-    half = ir.node("ConstantOfShape", [two.outputs[0]], attributes={"value": ir.tensor(np.array([0.5], np.float16))})
-    mul = ir.node("Mul", [s, w])
-    add = ir.node("Add", [mul.outputs[0], half.outputs[0]])
-    cond_out = ir.node("Identity", [cond])
-    body = ir.Graph([i, cond, s], [cond_out.outputs[0], add.outputs[0]], nodes=[two, half, mul, add, cond_out],
+    f16 = oir.DataType.FLOAT16
+    x = oir.Value(name="x", type=oir.TensorType(f16), shape=oir.Shape([2]))
+    i = oir.Value(name="i", type=oir.TensorType(oir.DataType.INT64), shape=oir.Shape([]))
+    cond = oir.Value(name="cond", type=oir.TensorType(oir.DataType.BOOL), shape=oir.Shape([]))
+    s = oir.Value(name="s", type=oir.TensorType(f16), shape=oir.Shape([2]))
+    w = oir.Value(name="w", type=oir.TensorType(f16), shape=oir.Shape([2]),
+                 const_value=oir.tensor(np.array([300, 2], np.float16), name="w"))
+    two = oir.node("Constant", [], attributes={"value": oir.tensor(np.array([2], np.int64))})
+    half = oir.node("ConstantOfShape", [two.outputs[0]], attributes={"value": oir.tensor(np.array([0.5], np.float16))})
+    mul = oir.node("Mul", [s, w])
+    add = oir.node("Add", [mul.outputs[0], half.outputs[0]])
+    cond_out = oir.node("Identity", [cond])
+    body = oir.Graph([i, cond, s], [cond_out.outputs[0], add.outputs[0]], nodes=[two, half, mul, add, cond_out],
                     initializers=[w], name="body")
-    trip = ir.node("Constant", [], attributes={"value": ir.tensor(np.array(2, np.int64))})
-    loop = ir.node("Loop", [trip.outputs[0], None, x], attributes={"body": body})
-    k = ir.node("Constant", [], attributes={"value": ir.tensor(np.array([-65000, 0.25], np.float16))})
-    total = ir.node("Add", [loop.outputs[0], k.outputs[0]])
-    rounded = ir.node("Cast", [total.outputs[0]], attributes={"to": int(f16)})
+    trip = oir.node("Constant", [], attributes={"value": oir.tensor(np.array(2, np.int64))})
+    loop = oir.node("Loop", [trip.outputs[0], None, x], attributes={"body": body})
+    k = oir.node("Constant", [], attributes={"value": oir.tensor(np.array([-65000, 0.25], np.float16))})
+    total = oir.node("Add", [loop.outputs[0], k.outputs[0]])
+    rounded = oir.node("Cast", [total.outputs[0]], attributes={"to": int(f16)})
     rounded.outputs[0].name = "y"
     for v in (loop.outputs[0], total.outputs[0], rounded.outputs[0]):
-        v.shape = ir.Shape([2])
-    graph = ir.Graph([x], [rounded.outputs[0]], nodes=[trip, loop, k, total, rounded], name="g",
+        v.shape = oir.Shape([2])
+    graph = oir.Graph([x], [rounded.outputs[0]], nodes=[trip, loop, k, total, rounded], name="g",
                      opset_imports={"": 17})
-    for k, node in enumerate(ir.traversal.RecursiveGraphIterator(graph)):
+    for k, node in enumerate(oir.traversal.RecursiveGraphIterator(graph)):
         for j, v in enumerate(node.outputs):
             v.name = v.name if v.name == "y" else f"v{k}_{j}"
-    return ir.Model(graph, ir_version=8)
+    return oir.Model(graph, ir_version=8)
 
 
 def test_pass_rewrites_bodies_initializers_and_typed_attributes() -> None:
@@ -157,7 +157,7 @@ def test_pass_rewrites_bodies_initializers_and_typed_attributes() -> None:
     model = _f16_loop_model()
     infer_shapes(model)
     F16AsF32Pass()(model)
-    proto = ir.to_proto(model)
+    proto = oir.to_proto(model)
     onnx.checker.check_model(proto)
     assert proto.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
     assert proto.graph.output[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.pipeline import optimize
 from ir2onnx.passes.recurrent import chunk_rnn
 from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.passes.test_chunk_rnn import rnn_model
 from tests.utils import all_nodes, assert_equivalent, count_ops, gru_dispatches
@@ -104,9 +104,9 @@ def model(op: str, lens: Lens, *, layers: int = 1, static: bool = False, reshape
 
 def dropped(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, list[bool]]:
     """The model after the pass, and for each recurrent node whether it still has sequence_lens."""
-    m = ir.serde.deserialize_model(proto)
+    m = oir.serde.deserialize_model(proto)
     DropFullSequenceLensPass()(m)
-    out = ir.to_proto(m)
+    out = oir.to_proto(m)
     onnx.checker.check_model(out, full_check=True)
     return out, [len(n.input) > 4 and n.input[4] != "" for n in out.graph.node if n.op_type in RECURRENT]
 
@@ -171,9 +171,9 @@ def test_dropped_lengths_let_long_sequences_chunk(op: str, monkeypatch: pytest.M
     (chunk_rnn.py takes only nodes without lengths); the result is bit-identical."""
     monkeypatch.setattr(chunk_rnn, "WHOLE_CHUNKS", 1)  # chunks from two on (4.7 MiB here)
     proto = rnn_model(op, 300, 16, 64, lens=300)
-    m = ir.serde.deserialize_model(proto)
+    m = oir.serde.deserialize_model(proto)
     optimize(m)
-    out = ir.to_proto(m)
+    out = oir.to_proto(m)
     nodes = [n for n in out.graph.node if n.op_type == op]
     assert len(nodes) > 1 and all(len(n.input) <= 4 or n.input[4] == "" for n in nodes)
     rng = np.random.default_rng(2)

@@ -7,18 +7,18 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.analysis.graph import NoMatch
 from ir2onnx.passes.recurrent.cells import _Reader
-from tests.convert.control_flow.builders import ti_lstm
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import is_lstm, masked_ti_lstm, openvino_sequence_ti, recurrent_loop, spelled
+from tests.translate.control_flow.builders import ti_lstm
 from tests.utils import (
     all_nodes,
     assert_equivalent,
@@ -373,7 +373,7 @@ def test_tensorflow_frontend_fixtures(name: str) -> None:
 
 def test_encoder_decoder_openvino_cannot_run() -> None:
     """A Keras encoder LSTM's final h and c as a decoder LSTM's initial state, on a static batch: OpenVINO's CPU
-    plugin fails on the IR ("object is not initialized"; tests/convert/control_flow/test_framework_fixtures.py pins
+    plugin fails on the IR ("object is not initialized"; tests/translate/control_flow/test_framework_fixtures.py pins
     that), both conversions compute TensorFlow's result, the default one with two LSTM nodes, the second started from
     the first's Y_h and Y_c."""
     d = FIXTURES / "tf_lstm_seq2seq_static_batch"
@@ -541,9 +541,9 @@ def test_replaced_weights_are_dropped(tmp_path: Path, optimize: bool) -> None:
 def test_reshape_in_a_gate_term(shape: tuple[int, ...], target: list[int], reason: str) -> None:
     """A Reshape in a gate's linear form is read through only when it flattens [1, N] to [N] (TensorFlow Lite at
     batch 1: the broadcasting Add that reads it gives the same values)."""
-    term = ir.Value(name="term", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape(list(shape)))
-    target_value = ir.Value(name="target", const_value=ir.tensor(np.array(target, np.int64)))
-    reshape = ir.Node("", "Reshape", [term, target_value])
-    reader = _Reader(ir.Value(name="x"), ir.Value(name="h"))
+    term = oir.Value(name="term", type=oir.TensorType(oir.DataType.FLOAT), shape=oir.Shape(list(shape)))
+    target_value = oir.Value(name="target", const_value=oir.tensor(np.array(target, np.int64)))
+    reshape = oir.Node("", "Reshape", [term, target_value])
+    reader = _Reader(oir.Value(name="x"), oir.Value(name="h"))
     with pytest.raises(NoMatch, match=reason):
         reader.linear(reshape.outputs[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto, helper
 
@@ -12,7 +12,7 @@ from ir2onnx.passes import rewrite
 from ir2onnx.passes.analysis import values as derived
 
 
-def unrolled(steps: int) -> ir.Graph:
+def unrolled(steps: int) -> oir.Graph:
     """c_t = Squeeze(Unsqueeze(c_t-1 * a + c_t-1 * b)) for `steps` steps, and the Shape of each: every state is read
     along two paths, as an unrolled LSTMCell reads c_t-1 through both of its products (PyTorch's traced cell
     loops)."""
@@ -31,7 +31,7 @@ def unrolled(steps: int) -> ir.Graph:
          helper.make_tensor_value_info(f"shape{steps}", TensorProto.INT64, None)],
         [onnx.numpy_helper.from_array(np.float32([2.0]), "a"), onnx.numpy_helper.from_array(np.float32([3.0]), "b"),
          onnx.numpy_helper.from_array(np.int64([0]), "axis0")])
-    return ir.serde.deserialize_graph(graph)
+    return oir.serde.deserialize_graph(graph)
 
 
 @pytest.mark.parametrize("query", ["shape_of", "const_array"])
@@ -59,7 +59,7 @@ def test_each_value_is_derived_once(monkeypatch: pytest.MonkeyPatch, query: str)
     assert calls["derive"] + calls["fold"] <= 2 * len(graph)
 
 
-def chain(length: int) -> ir.Graph:
+def chain(length: int) -> oir.Graph:
     """x -> Relu -> Relu -> ... (`length` nodes), each output also reduced (ReduceMean over axis -1)."""
     nodes = []
     for t in range(1, length + 1):
@@ -68,7 +68,7 @@ def chain(length: int) -> ir.Graph:
     graph = helper.make_graph(
         nodes, "chain", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, ["batch", 8])],
         [helper.make_tensor_value_info(f"m{t}", TensorProto.FLOAT, None) for t in range(1, length + 1)])
-    return ir.serde.deserialize_graph(graph)
+    return oir.serde.deserialize_graph(graph)
 
 
 @pytest.mark.parametrize("query", ["shape_of", "const_array"])
@@ -111,8 +111,8 @@ def test_derivations_block_walks_each_value_once(monkeypatch: pytest.MonkeyPatch
 ATTRIBUTE_VALUES = {
     "int": 3, "negative int": -1, "bool": True, "float": 0.25, "string": "Tanh", "ints": [1, 0, 2], "int tuple": (0,),
     "floats": [0.5, 1.0], "strings": ["Sigmoid", "Tanh"],
-    "graph": ir.Graph([], [], nodes=[], name="body"),
-    "tensor": ir.tensor(np.float32([1, 2])),
+    "graph": oir.Graph([], [], nodes=[], name="body"),
+    "tensor": oir.tensor(np.float32([1, 2])),
 }
 
 
@@ -120,11 +120,11 @@ ATTRIBUTE_VALUES = {
 def test_attributes_as_onnx_ir_converts_them(kind: str) -> None:
     value = ATTRIBUTE_VALUES[kind]
     (fast,) = rewrite.attributes({"a": value})
-    (general,) = ir.convenience.convert_attributes({"a": value})
+    (general,) = oir.convenience.convert_attributes({"a": value})
     assert (fast.name, fast.type) == (general.name, general.type)
-    if fast.type == ir.AttributeType.GRAPH:
+    if fast.type == oir.AttributeType.GRAPH:
         assert fast.value is general.value
-    elif fast.type == ir.AttributeType.TENSOR:
+    elif fast.type == oir.AttributeType.TENSOR:
         assert np.array_equal(fast.value.numpy(), general.value.numpy())
     else:
         assert list(fast.value) == list(general.value) if isinstance(general.value, (list, tuple)) \
@@ -134,6 +134,6 @@ def test_attributes_as_onnx_ir_converts_them(kind: str) -> None:
 @pytest.mark.parametrize("value", [np.int64(2), [1, 2.5]], ids=["numpy int", "mixed list"])
 def test_attributes_refuses_what_onnx_ir_refuses(value: object) -> None:
     with pytest.raises(TypeError):
-        ir.convenience.convert_attributes({"a": value})
+        oir.convenience.convert_attributes({"a": value})
     with pytest.raises(TypeError):
         rewrite.attributes({"a": value})

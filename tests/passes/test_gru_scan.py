@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.pipeline import optimize
 from ir2onnx.passes.recurrent.gru_scan import GRUAsScanPass, min_batch
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.utils import assert_equivalent, count_ops, gru_dispatches, rewritten, weight_levels
 
@@ -146,9 +146,9 @@ def test_bidirectional_split_then_lowered(batch: int | str) -> None:
     """The default passes: chunk_rnn.py splits a bidirectional GRU into its two directions (no time chunks for a
     GRU this pass takes), then each becomes a Scan, or an If on a run-time batch."""
     proto = gru_model(5, batch, direction="bidirectional", linear_before_reset=1)
-    model = ir.serde.deserialize_model(proto)
+    model = oir.serde.deserialize_model(proto)
     optimize(model)
-    out = ir.to_proto(model)
+    out = oir.to_proto(model)
     if batch == "N":
         assert gru_dispatches(out) == 2
     else:

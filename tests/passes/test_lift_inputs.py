@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes import lift_inputs
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
@@ -99,9 +99,9 @@ def test_elementwise_recurrence_against_numpy(tmp_path: Path, kind: str, optimiz
         assert ops_in(proto.graph, "Squeeze", bodies=True) == 0 and ops_in(proto.graph, "Slice", bodies=True) == 0
 
 
-def _reshape(target: list[int], allowzero: int = 0) -> ir.Node:
-    shape = ir.Value(name="shape", const_value=ir.tensor(np.array(target, np.int64)))
-    return ir.Node("", "Reshape", [ir.Value(name="x"), shape], [ir.AttrInt64("allowzero", allowzero)])
+def _reshape(target: list[int], allowzero: int = 0) -> oir.Node:
+    shape = oir.Value(name="shape", const_value=oir.tensor(np.array(target, np.int64)))
+    return oir.Node("", "Reshape", [oir.Value(name="x"), shape], [oir.AttrInt64("allowzero", allowzero)])
 
 
 @pytest.mark.parametrize("dims,target,allowzero,axes", [
@@ -129,8 +129,8 @@ def test_reshape_that_only_drops_unit_dims(dims: list[int | None], target: list[
 def test_unsqueeze_of_a_slice_against_numpy(x_rank: int, axis: int, axes: list[int]) -> None:
     """Unsqueeze(whole, lifted axes) sliced at the new slicing axis is Unsqueeze(slice, axes), for slices cut on any
     axis."""
-    node = ir.Node("", "Unsqueeze", [ir.Value(name="x"), ir.Value(name="axes")], outputs=[ir.Value(name="y")])
-    lifted = lift_inputs._lift_unsqueeze(node, axes, axis, x_rank, ir.Value(name="whole"))
+    node = oir.Node("", "Unsqueeze", [oir.Value(name="x"), oir.Value(name="axes")], outputs=[oir.Value(name="y")])
+    lifted = lift_inputs._lift_unsqueeze(node, axes, axis, x_rank, oir.Value(name="whole"))
     assert lifted is not None
     lifted_axes = list(lifted.nodes[0].attributes["value"].as_tensor().numpy())
     whole = np.random.default_rng(0).standard_normal([2, 3, 4, 5][:x_rank + 1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto, helper
 
@@ -17,7 +17,7 @@ def _vi(name: str) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, [2])
 
 
-def nested() -> ir.Model:
+def nested() -> oir.Model:
     """A Loop whose body holds an If whose branches hold a Scan and nothing; a node of another domain holding a
     graph; an empty subgraph."""
     scan_body = helper.make_graph([helper.make_node("Add", ["s", "x"], ["s2"], name="scan_add"),
@@ -45,12 +45,12 @@ def nested() -> ir.Model:
         [_vi("out")], [onnx.numpy_helper.from_array(np.float32([1, 2]), "unused_weight")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("custom.domain", 1)])
-    return ir.serde.deserialize_model(model)
+    return oir.serde.deserialize_model(model)
 
 
 def test_all_nodes_is_onnx_irs_recursive_order() -> None:
     model = nested()
-    expected = [n.name for n in ir.traversal.RecursiveGraphIterator(model.graph)]
+    expected = [n.name for n in oir.traversal.RecursiveGraphIterator(model.graph)]
     assert [n.name for n in all_nodes(model.graph)] == expected
     assert {"scan_add", "custom_neg", "keep_going"} <= set(expected)
 
@@ -71,7 +71,7 @@ def test_names_are_every_name_of_the_model() -> None:
     assert {"s2", "custom_neg", "c_out", "unused_weight", "xs", "inner_scan"} <= expected
 
 
-def fuse_rnn_util_names(graph: ir.Graph) -> set[str]:
+def fuse_rnn_util_names(graph: oir.Graph) -> set[str]:
     """The names, collected as the passes did before they were collected when first needed."""
     names: set[str] = set()
     for g in (graph, *graph.subgraphs()):
@@ -88,7 +88,7 @@ def test_names_are_collected_when_first_used(monkeypatch: pytest.MonkeyPatch) ->
     walks = []
     real = rewrite.all_graphs
 
-    def counted(graph: ir.Graph):  # type: ignore[no-untyped-def]
+    def counted(graph: oir.Graph):  # type: ignore[no-untyped-def]
         walks.append(graph)
         return real(graph)
 

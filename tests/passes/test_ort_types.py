@@ -9,7 +9,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as oh
@@ -22,24 +22,24 @@ ort = pytest.importorskip("onnxruntime")
 
 
 def _model(nodes: list[onnx.NodeProto], inputs: list[tuple[str, int, list]], outputs: list[tuple[str, int, list]],
-           opset: int = 17, initializers: list[onnx.TensorProto] | None = None) -> ir.Model:
+           opset: int = 17, initializers: list[onnx.TensorProto] | None = None) -> oir.Model:
     graph = oh.make_graph(nodes, "g", [oh.make_tensor_value_info(n, t, s) for n, t, s in inputs],
                           [oh.make_tensor_value_info(n, t, s) for n, t, s in outputs], initializer=initializers or [])
     proto = oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)], ir_version=8)
     proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
-    return ir.from_proto(proto)
+    return oir.from_proto(proto)
 
 
-def _runs(model: ir.Model) -> bool:
+def _runs(model: oir.Model) -> bool:
     try:
-        ort.InferenceSession(ir.to_proto(model).SerializeToString(), providers=["CPUExecutionProvider"])
+        ort.InferenceSession(oir.to_proto(model).SerializeToString(), providers=["CPUExecutionProvider"])
     except Exception:  # noqa: BLE001
         return False
     return True
 
 
-def _run(model: ir.Model, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-    proto = ir.to_proto(model)
+def _run(model: oir.Model, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    proto = oir.to_proto(model)
     onnx.checker.check_model(proto, full_check=True)
     sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     return [np.asarray(o) for o in sess.run(None, feed)]
@@ -67,7 +67,7 @@ CASES = [
 ]
 
 
-def _case_model(op: str, attrs: dict, dtype: type, fn) -> tuple[ir.Model, list[np.ndarray]]:
+def _case_model(op: str, attrs: dict, dtype: type, fn) -> tuple[oir.Model, list[np.ndarray]]:
     tp = oh.np_dtype_to_tensor_dtype(np.dtype(dtype))
     arity = fn.__code__.co_argcount
     xs = [_full(np.dtype(dtype), (4, 5), seed) for seed in range(arity)]
@@ -166,7 +166,7 @@ def test_graph_output_keeps_name_and_type() -> None:
     p = OrtTypesPass()
     p(m)
     out = m.graph.outputs[0]
-    assert out.name == "y" and out.type.dtype == ir.DataType.INT16
+    assert out.name == "y" and out.type.dtype == oir.DataType.INT16
     assert len(p.replaced) == 1
 
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 
 import ir2onnx
-from ir2onnx.convert import layer_map
 from ir2onnx.errors import ConversionError
 from ir2onnx.passes import pipeline
 from ir2onnx.passes.replacing import ReplacingPass
+from ir2onnx.translate import layer_map
 from tests.utils import assert_equivalent
 
 TI = Path(__file__).resolve().parents[2] / "samples" / "ti_lstm" / "model.xml"
@@ -67,18 +67,18 @@ def test_skipping_fusion_keeps_the_loop_and_what_it_computes() -> None:
 class _DoubleNegation(ReplacingPass):
     """Replaces every graph output's producer's output by Neg(Neg(it)): a new value computing the same."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         for v in list(model.graph.outputs):
             node = v.producer()
             if node is None:
                 continue
-            first = ir.Node("", "Neg", [v], name=f"{node.name}/neg1")
-            second = ir.Node("", "Neg", [first.outputs[0]], name=f"{node.name}/neg2")
+            first = oir.Node("", "Neg", [v], name=f"{node.name}/neg1")
+            second = oir.Node("", "Neg", [first.outputs[0]], name=f"{node.name}/neg2")
             model.graph.insert_after(node, [first, second])
             new = second.outputs[0]
             new.dtype, new.shape = v.dtype, v.shape
             self.replaced[v] = new
-        return ir.passes.PassResult(model, bool(self.replaced))
+        return oir.passes.PassResult(model, bool(self.replaced))
 
 
 def test_the_layer_map_follows_what_a_replacing_pass_replaced() -> None:

@@ -10,9 +10,9 @@ import onnxruntime as ort
 import pytest
 
 import ir2onnx
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.analysis.graph import NoMatch
 from ir2onnx.passes.recurrent import prefix_mask
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
 from tests.utils import all_nodes, assert_equivalent, count_loops, count_ops
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
@@ -88,9 +88,9 @@ def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarra
 def _optimised(model: onnx.ModelProto, feed_shapes: dict[str, tuple[int, ...]]) -> onnx.ModelProto:
     """The model after the default passes, checked to compute the same outputs bit for bit under the same names,
     types and shapes."""
-    irm = ir.from_proto(model)
+    irm = oir.from_proto(model)
     optimize(irm)
-    out = ir.to_proto(irm)
+    out = oir.to_proto(irm)
     onnx.checker.check_model(out, full_check=True)
     assert [(o.name, o.type) for o in out.graph.output] == [(o.name, o.type) for o in model.graph.output]
     rng = np.random.default_rng(0)

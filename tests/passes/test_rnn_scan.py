@@ -9,8 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.recurrent.rnn_scan import RNNAsScanPass
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.utils import count_ops, rewritten
 
 H, I = 3, 4

@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 import openvino as ov
 import openvino.opset13 as ops
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.passes.loop_models import body_of, ops_in, recurrence
 from tests.utils import assert_equivalent, rng_inputs, save_ir
 
@@ -139,9 +139,9 @@ def test_onnx_scan_output_axis_and_body_constants(const_in_body: bool) -> None:
     """The pass alone on an ONNX Scan: the Mul moves out (a Transpose puts the stacked axis at 1) when its constant
     is visible outside the body; a Constant of the body keeps it in. Results bit-identical either way."""
     proto = _scan_model(const_in_body)
-    m = ir.serde.deserialize_model(proto)
+    m = oir.serde.deserialize_model(proto)
     SinkStepOutputsPass()(m)
-    out = ir.to_proto(m)
+    out = oir.to_proto(m)
     onnx.checker.check_model(out, full_check=True)
     assert ops_in(out.graph, "Mul", bodies=False) == (0 if const_in_body else 1)
     feed = {"h0": np.full((2, 3), 0.1, np.float32), "x": _rng.standard_normal((4, 2, 3)).astype(np.float32)}

@@ -10,7 +10,7 @@ import openvino as ov
 import openvino.opset13 as ops
 import pytest
 
-from ir2onnx.check.onnxruntime_run import run_onnxruntime
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.passes.loop_models import ops_in, recurrence
 from tests.utils import assert_equivalent, convert_checked, rng_inputs, save_ir
 

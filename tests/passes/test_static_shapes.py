@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 import pytest
 
 from ir2onnx.passes.analysis.shapes import StaticShapes
 
 
-def _value(shape: tuple[int | str, ...]) -> ir.Value:
-    return ir.Value(name="in", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape(list(shape)))
+def _value(shape: tuple[int | str, ...]) -> oir.Value:
+    return oir.Value(name="in", type=oir.TensorType(oir.DataType.FLOAT), shape=oir.Shape(list(shape)))
 
 
-def _const(values: list[int]) -> ir.Value:
-    return ir.Value(name="c", const_value=ir.tensor(np.array(values, np.int64)))
+def _const(values: list[int]) -> oir.Value:
+    return oir.Value(name="c", const_value=oir.tensor(np.array(values, np.int64)))
 
 
-def _derived(op: str, inputs: list[ir.Value], **attrs: object) -> tuple[int, ...] | None:
-    node = ir.Node("", op, inputs, [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()])
+def _derived(op: str, inputs: list[oir.Value], **attrs: object) -> tuple[int, ...] | None:
+    node = oir.Node("", op, inputs, [oir.convenience.convert_attribute(k, v) for k, v in attrs.items()])
     return StaticShapes()(node.outputs[0])
 
 
@@ -40,10 +40,10 @@ def test_computed_shapes(op: str, shapes: list[tuple[int | str, ...]], expected:
 
 def test_chains_through_reshapes() -> None:
     x = _value((2, 1, 6))
-    squeezed = ir.Node("", "Squeeze", [x, _const([1])])
-    proj = ir.Node("", "MatMul", [squeezed.outputs[0], _value((6, 4))])
-    act = ir.Node("", "Sigmoid", [proj.outputs[0]])
-    shaped = ir.Node("", "Reshape", [act.outputs[0], _const([-1, 2, 2])])
+    squeezed = oir.Node("", "Squeeze", [x, _const([1])])
+    proj = oir.Node("", "MatMul", [squeezed.outputs[0], _value((6, 4))])
+    act = oir.Node("", "Sigmoid", [proj.outputs[0]])
+    shaped = oir.Node("", "Reshape", [act.outputs[0], _const([-1, 2, 2])])
     assert StaticShapes()(shaped.outputs[0]) == (2, 2, 2)
 
 
@@ -54,14 +54,14 @@ def test_chain_deeper_than_python_recursion_limit(first: tuple[int | str, ...]) 
 
     v = _value(first)
     for _ in range(5000):
-        v = ir.Node("", "Relu", [ir.Node("", "Neg", [v]).outputs[0]]).outputs[0]
+        v = oir.Node("", "Relu", [oir.Node("", "Neg", [v]).outputs[0]]).outputs[0]
     limit = sys.getrecursionlimit()
     assert StaticShapes()(v) == (first if first[0] == 2 else None)
     assert sys.getrecursionlimit() == limit
 
 
-def _outputs(op: str, inputs: list[ir.Value], n: int = 1, **attrs: object) -> list[tuple[int, ...] | None]:
-    node = ir.Node("", op, inputs, [ir.convenience.convert_attribute(k, v) for k, v in attrs.items()], num_outputs=n)
+def _outputs(op: str, inputs: list[oir.Value], n: int = 1, **attrs: object) -> list[tuple[int, ...] | None]:
+    node = oir.Node("", op, inputs, [oir.convenience.convert_attribute(k, v) for k, v in attrs.items()], num_outputs=n)
     shapes = StaticShapes()
     return [shapes(o) for o in node.outputs]
 
@@ -100,7 +100,7 @@ def test_slice_against_numpy(shape: tuple[int, ...], starts: list[int], ends: li
     ((3, 4), ("k",), 0, None),
 ])
 def test_gather(data: tuple, indices: tuple, axis: int, expected: tuple | None) -> None:
-    idx = ir.Value(name="i", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape(list(indices)))
+    idx = oir.Value(name="i", type=oir.TensorType(oir.DataType.INT64), shape=oir.Shape(list(indices)))
     assert _outputs("Gather", [_value(data), idx], axis=axis) == [expected]
 
 
@@ -120,9 +120,9 @@ def test_infer_shapes_types_values_in_bodies() -> None:
         "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
               helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)])
-    model = ir.serde.deserialize_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    values = {v.name: v for n in ir.traversal.RecursiveGraphIterator(model.graph) for v in n.outputs}
+    model = oir.serde.deserialize_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    values = {v.name: v for n in oir.traversal.RecursiveGraphIterator(model.graph) for v in n.outputs}
     assert all(v.shape is None for v in values.values())
     infer_shapes(model)
     assert {name: (v.dtype, tuple(v.shape) if v.shape is not None else None) for name, v in values.items()} == {
-        name: (ir.DataType.FLOAT, (2, 3)) for name in ("t", "r", "n", "s", "y")}
+        name: (oir.DataType.FLOAT, (2, 3)) for name in ("t", "r", "n", "s", "y")}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import NoMatch, attr, producer, through
 from ir2onnx.passes.analysis.shapes import StaticShapes
@@ -22,7 +22,7 @@ class Lin:
     k: int = 0
     const: int = 0
     dim: int = 0
-    dim_of: tuple[ir.Value, int] | None = None
+    dim_of: tuple[oir.Value, int] | None = None
 
     def __add__(self, o: Lin) -> Lin:
         if self.dim and o.dim and self.dim_of != o.dim_of:
@@ -35,13 +35,13 @@ class Lin:
 class Index:
     """Symbolic integer scalars in a Loop body: constants, the iteration number, counters, outer dims."""
 
-    def __init__(self, iteration: ir.Value | None, counters: dict[ir.Value, int], body: ir.Graph) -> None:
+    def __init__(self, iteration: oir.Value | None, counters: dict[oir.Value, int], body: oir.Graph) -> None:
         self.iteration = iteration
         self.counters = counters
         self.body = body
-        self.capped_by: ir.Value | None = None  # min(x, the run-time max of these lengths) was taken as x
+        self.capped_by: oir.Value | None = None  # min(x, the run-time max of these lengths) was taken as x
 
-    def lin(self, v: ir.Value | None) -> Lin:
+    def lin(self, v: oir.Value | None) -> Lin:
         if v is None:
             raise NoMatch("missing index")
         c = int_scalar(v)
@@ -56,7 +56,7 @@ class Index:
             raise NoMatch(f"index {v.name} is not derived from the iteration")
         op = n.op_type
         if op in ("Identity", "Cast", "Reshape", "Squeeze", "Unsqueeze"):
-            if op == "Cast" and not ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+            if op == "Cast" and not oir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
                 raise NoMatch("index cast to a non-integer type")
             if op == "Reshape" and (s := const_array(n.inputs[1])) is not None and np.prod(np.abs(s)) != 1:
                 raise NoMatch("index reshaped to more than one element")
@@ -95,7 +95,7 @@ class Index:
                 return self._dim(n.inputs[0], start)
         raise NoMatch(f"index computed by {op}")
 
-    def _min_max(self, op: str, a: ir.Value, b: ir.Value) -> Lin:
+    def _min_max(self, op: str, a: oir.Value, b: oir.Value) -> Lin:
         """Min/Max of two constants, of a value with itself, and min(a, max(c, a)) = a (TensorFlow 1's
         maximum_iterations = min(steps, max(1, steps))). min(a, max(1, reduce_max(lens))) (TensorFlow 1's bound with
         sequence lengths) is taken as a, the lengths recorded in `capped_by`: whoever relies on it must prove that
@@ -119,7 +119,7 @@ class Index:
         raise NoMatch(f"index computed by {op}")
 
     @staticmethod
-    def _dim(src: ir.Value | None, axis: int) -> Lin:
+    def _dim(src: oir.Value | None, axis: int) -> Lin:
         shape = shape_of(src)
         if src is None or shape is None or not -len(shape) <= axis < len(shape):
             raise NoMatch("a dimension of unknown rank")
@@ -127,7 +127,7 @@ class Index:
         d = shape[axis]
         return Lin(const=d) if d is not None else Lin(dim=1, dim_of=dim_root((src, axis)))
 
-def _one_element_slice(n: ir.Node) -> int | None:
+def _one_element_slice(n: oir.Node) -> int | None:
     """k when the Slice `n` takes element k (>= 0) of a vector: [k:k+1] on axis 0 with step 1."""
     starts, ends = (const_ints(n.inputs[i]) if len(n.inputs) > i else None for i in (1, 2))
     axes = const_ints(n.inputs[3]) if len(n.inputs) > 3 and n.inputs[3] is not None else [0]
@@ -143,11 +143,11 @@ def outer_index() -> Index:
     """Integer arithmetic over values outside any loop (constants and dims of tensors)."""
     return Index(None, {}, None)  # type: ignore[arg-type]
 
-def dim_lin(src: ir.Value | None, axis: int) -> Lin:
+def dim_lin(src: oir.Value | None, axis: int) -> Lin:
     """The size of `axis` of `src`: a constant, or that dim followed to its origin."""
     return Index._dim(src, axis)
 
-def _max_length(v: ir.Value | None) -> ir.Value | None:
+def _max_length(v: oir.Value | None) -> oir.Value | None:
     """lens when v is max(1, reduce_max(lens)) or reduce_max(lens) over a vector of lengths (through Casts)."""
     m = producer(v, "Max")
     if m is not None and len(m.inputs) == 2:
@@ -163,14 +163,14 @@ def _max_length(v: ir.Value | None) -> ir.Value | None:
         return None
     return r.inputs[0]
 
-def shape_op(v: ir.Value | None) -> ir.Node | None:
+def shape_op(v: oir.Value | None) -> oir.Node | None:
     """The Shape node `v` is the output of, through Casts to integer types."""
     n = producer(v, "Shape", "Cast")
-    while n is not None and n.op_type == "Cast" and ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+    while n is not None and n.op_type == "Cast" and oir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
         n = producer(n.inputs[0], "Shape", "Cast")
     return n if n is not None and n.op_type == "Shape" else None
 
-def dim0(v: ir.Value, index: Index) -> Lin | None:
+def dim0(v: oir.Value, index: Index) -> Lin | None:
     """The first dim of an outer value: static, or that of an Expand (Broadcast) of a one-row tensor to a shape whose
     first element is a run-time dim (TensorFlow's TensorList placeholder for a run-time length)."""
     shape = shape_of(v)
@@ -192,7 +192,7 @@ def dim0(v: ir.Value, index: Index) -> Lin | None:
             return None
     return first
 
-def element0(v: ir.Value | None, index: Index) -> Lin | tuple[str, ir.Value] | None:
+def element0(v: oir.Value | None, index: Index) -> Lin | tuple[str, oir.Value] | None:
     """Element 0 of an integer vector: a Lin (a constant, a run-time dim, the iteration), or ("dim0", x) when it is
     the first dim of x (a Shape or Slice of a Shape), else None."""
     c = const_array(v)
@@ -201,7 +201,7 @@ def element0(v: ir.Value | None, index: Index) -> Lin | tuple[str, ir.Value] | N
     n = producer(v)
     if n is None:
         return None
-    if n.op_type == "Cast" and ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+    if n.op_type == "Cast" and oir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
         return element0(n.inputs[0], index)
     if n.op_type == "Concat" and n.inputs:  # what element 0 is found in is not empty
         return element0(n.inputs[0], index)

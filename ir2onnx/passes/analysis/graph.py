@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 LOOP_OPS = ("Loop", "Scan")
 
@@ -22,14 +22,14 @@ BROADCASTING_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"
 NONDETERMINISTIC = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                               "Multinomial", "Bernoulli", "Dropout"})
 
-def is_default_domain(node: ir.Node) -> bool:
+def is_default_domain(node: oir.Node) -> bool:
     return node.domain in ("", "ai.onnx")
 
-def subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
+def subgraphs(node: oir.Node) -> Iterator[oir.Graph]:
     for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
+        if attr.type == oir.AttributeType.GRAPH:
             yield attr.as_graph()
-        elif attr.type == ir.AttributeType.GRAPHS:
+        elif attr.type == oir.AttributeType.GRAPHS:
             yield from attr.as_graphs()
 
 # The ONNX ops with graph attributes; a node of another domain may have some too.
@@ -37,12 +37,12 @@ _GRAPH_HOLDERS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 
 _DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
 
-def may_hold_graphs(node: ir.Node) -> bool:
+def may_hold_graphs(node: oir.Node) -> bool:
     """Whether `node` can have graph attributes: only those nodes have their attributes read. (Tested before a
     generator is made for a node: every pass walks the whole model, most of whose nodes hold none.)"""
     return node.op_type in _GRAPH_HOLDERS or node.domain not in _DEFAULT_DOMAINS
 
-def all_nodes(graph: ir.Graph) -> Iterator[ir.Node]:
+def all_nodes(graph: oir.Graph) -> Iterator[oir.Node]:
     """Every node of `graph` and of its subgraphs, each node before those of its subgraphs: the order of onnx-ir's
     RecursiveGraphIterator, about 3x faster (every pass walks the whole model, which on a 1,500-layer network cost
     2.5 ms a walk)."""
@@ -52,7 +52,7 @@ def all_nodes(graph: ir.Graph) -> Iterator[ir.Node]:
             for sub in subgraphs(node):
                 yield from all_nodes(sub)
 
-def all_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
+def all_graphs(graph: oir.Graph) -> Iterator[oir.Graph]:
     """`graph`, then every subgraph in it at any depth."""
     yield graph
     for node in graph:
@@ -60,7 +60,7 @@ def all_graphs(graph: ir.Graph) -> Iterator[ir.Graph]:
             for sub in subgraphs(node):
                 yield from all_graphs(sub)
 
-def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, ir.Graph]]:
+def loops_innermost_first(graph: oir.Graph) -> Iterator[tuple[oir.Node, oir.Graph, oir.Graph]]:
     """(loop node, its body, the graph holding the node) for every ONNX Loop/Scan, bodies before the loops that
     hold them, so that what moves out of an inner loop can move on out of the outer one."""
     for node in list(graph):
@@ -71,13 +71,13 @@ def loops_innermost_first(graph: ir.Graph) -> Iterator[tuple[ir.Node, ir.Graph, 
         if node.op_type in LOOP_OPS and is_default_domain(node) and node.graph is graph:
             yield node, node.attributes["body"].as_graph(), graph
 
-def carried_count(loop: ir.Node) -> int:
+def carried_count(loop: oir.Node) -> int:
     """The values a Loop carries (its inputs after the trip count and condition) or a Scan's states."""
     if loop.op_type == "Loop":
         return len(loop.inputs) - 2
     return len(loop.inputs) - loop.attributes["num_scan_inputs"].as_int()
 
-def stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
+def stacked_outputs(loop: oir.Node, body: oir.Graph) -> list[tuple[int, int]]:
     """(body output index, stacking axis) of each per-iteration output of a Loop (after the condition and the
     carried values, on axis 0) or Scan (after the states, on its scan_output_axes)."""
     if loop.op_type == "Loop":
@@ -85,25 +85,25 @@ def stacked_outputs(loop: ir.Node, body: ir.Graph) -> list[tuple[int, int]]:
     stacked = range(carried_count(loop), len(body.outputs))
     return list(zip(stacked, scan_ints(loop, "scan_output_axes", len(stacked))))
 
-def explicit_perm(node: ir.Node | None) -> list[int] | None:
+def explicit_perm(node: oir.Node | None) -> list[int] | None:
     """A Transpose's `perm` attribute as a list, or None without one (then the reversed axes, whose rank a caller
     might not know)."""
     a = node.attributes.get("perm") if node is not None else None
     return [int(p) for p in a.as_ints()] if a is not None else None
 
-def scan_ints(scan: ir.Node, name: str, count: int) -> list[int]:
+def scan_ints(scan: oir.Node, name: str, count: int) -> list[int]:
     """A Scan's per-input or per-output axes or directions attribute (`name`), with ONNX's default of zeros."""
     a = scan.attributes.get(name)
     return [int(v) for v in a.as_ints()] if a is not None else [0] * count
 
-def defined_in(value: ir.Value, graph: ir.Graph) -> bool:
+def defined_in(value: oir.Value, graph: oir.Graph) -> bool:
     """Whether `value` is an input, initializer or node output of `graph` itself (not of an enclosing graph)."""
     return value.graph is graph
 
 class NoMatch(Exception):
     """Why a loop stays literal (a readable reason, logged at debug level)."""
 
-def producer(v: ir.Value | None, *op_types: str) -> ir.Node | None:
+def producer(v: oir.Value | None, *op_types: str) -> oir.Node | None:
     """The node producing `v` when its type is one of `op_types` (standard domain), else None."""
     if v is None:
         return None
@@ -112,16 +112,16 @@ def producer(v: ir.Value | None, *op_types: str) -> ir.Node | None:
         return None
     return n
 
-def through(v: ir.Value | None, *op_types: str) -> ir.Value | None:
+def through(v: oir.Value | None, *op_types: str) -> oir.Value | None:
     """v, or what it is computed from through a chain of `op_types` (Casts, Reshapes of shape vectors)."""
     while (n := producer(v, *op_types)) is not None:
         v = n.inputs[0]
     return v
 
-def input_at(node: ir.Node, i: int) -> ir.Value | None:
+def input_at(node: oir.Node, i: int) -> oir.Value | None:
     """The node's i-th input, None when absent or left out (optional inputs)."""
     return node.inputs[i] if len(node.inputs) > i else None
 
-def attr(node: ir.Node, name: str, default: object = None) -> object:
+def attr(node: oir.Node, name: str, default: object = None) -> object:
     a = node.attributes.get(name)
     return default if a is None else a.value

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.deep import deep_call
 from ir2onnx.passes.analysis.graph import BROADCASTING_BINARY, UNARY_ELEMENTWISE, is_default_domain
@@ -24,7 +24,7 @@ from ir2onnx.protos import read_inferred, weightless_proto
 Shape = tuple[int, ...]
 
 
-def infer_shapes(model: ir.Model) -> None:
+def infer_shapes(model: oir.Model) -> None:
     """ONNX shape inference over the model, in place, best effort (the model is valid without derived shapes)."""
     try:
         # types are not checked: a node whose type its schema lacks still gets its outputs typed, and the
@@ -41,13 +41,13 @@ class StaticShapes:
     """Memoised static shapes; `shapes(value)` is the shape as a tuple of ints, or None."""
 
     def __init__(self) -> None:
-        self._memo: dict[ir.Value, Shape | None] = {}
+        self._memo: dict[oir.Value, Shape | None] = {}
         self._depth = 0
 
-    def __call__(self, value: ir.Value | None) -> Shape | None:
+    def __call__(self, value: oir.Value | None) -> Shape | None:
         return self.shape(value)
 
-    def shape(self, value: ir.Value | None) -> Shape | None:
+    def shape(self, value: oir.Value | None) -> Shape | None:
         """`self(value)`. The rules recurse through this method, not through `self(...)`: Python 3.12 counts a call of
         an object (through its type's C slot) against a fixed C recursion limit that `sys.setrecursionlimit` does not
         raise, where a call of a Python method is not."""
@@ -65,7 +65,7 @@ class StaticShapes:
                 self._depth -= 1
         return self._memo[value]
 
-    def _compute(self, value: ir.Value) -> Shape | None:
+    def _compute(self, value: oir.Value) -> Shape | None:
         if value.shape is not None and all(isinstance(d, int) for d in value.shape):
             return tuple(int(d) for d in value.shape)  # type: ignore[arg-type]
         arr = literal_array(value)
@@ -83,7 +83,7 @@ class StaticShapes:
             return None
 
 
-def _axes(node: ir.Node) -> list[int] | None:
+def _axes(node: oir.Node) -> list[int] | None:
     """Squeeze/Unsqueeze axes: the second input (opset 13+) or the attribute (older opsets); [] when absent."""
     if len(node.inputs) > 1 and node.inputs[1] is not None:
         return const_ints(node.inputs[1])
@@ -91,18 +91,18 @@ def _axes(node: ir.Node) -> list[int] | None:
     return [] if attr is None else [int(a) for a in attr.as_ints()]
 
 
-def _axis(node: ir.Node, default: int, rank: int) -> int:
+def _axis(node: oir.Node, default: int, rank: int) -> int:
     """The node's `axis` attribute (or `default`), a negative one counted from the end of `rank` dims."""
     attr = node.attributes.get("axis")
     axis = default if attr is None else attr.as_int()
     return axis + rank if axis < 0 else axis
 
 
-def _identity(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _identity(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     return s.shape(node.inputs[0])
 
 
-def _squeeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _squeeze(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     shape, axes = s.shape(node.inputs[0]), _axes(node)
     if shape is None or axes is None:
         return None
@@ -114,7 +114,7 @@ def _squeeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return tuple(d for i, d in enumerate(shape) if i not in drop)
 
 
-def _unsqueeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _unsqueeze(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     shape, axes = s.shape(node.inputs[0]), _axes(node)
     if shape is None or not axes:
         return None
@@ -126,7 +126,7 @@ def _unsqueeze(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return tuple(1 if i in add else next(rest) for i in range(rank))
 
 
-def _reshape(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _reshape(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     target = const_ints(node.inputs[1]) if len(node.inputs) > 1 else None
     if target is None:
         return None
@@ -155,7 +155,7 @@ def _reshape(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return tuple(dims)
 
 
-def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _flatten(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     shape = s.shape(node.inputs[0])
     if shape is None:
         return None
@@ -165,7 +165,7 @@ def _flatten(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return math.prod(shape[:axis]), math.prod(shape[axis:])
 
 
-def _transpose(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _transpose(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     shape = s.shape(node.inputs[0])
     if shape is None:
         return None
@@ -175,13 +175,13 @@ def _transpose(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return tuple(shape[p] for p in perm)
 
 
-def transpose_perm(node: ir.Node, rank: int) -> list[int]:
+def transpose_perm(node: oir.Node, rank: int) -> list[int]:
     """A Transpose's permutation (reversed axes when the attribute is absent)."""
     attr = node.attributes.get("perm")
     return list(range(rank))[::-1] if attr is None else [int(p) for p in attr.as_ints()]
 
 
-def _broadcast(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _broadcast(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     """Elementwise ops: the inputs' shapes broadcast (numpy rules), or None where they would not."""
     shapes = [s.shape(v) for v in node.inputs]
     if not shapes or any(sh is None for sh in shapes):
@@ -192,7 +192,7 @@ def _broadcast(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
         return None
 
 
-def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _matmul(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     a, b = (s.shape(node.inputs[0]), s.shape(node.inputs[1])) if len(node.inputs) == 2 else (None, None)
     if a is None or b is None or not a or not b:
         return None
@@ -206,7 +206,7 @@ def _matmul(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
 
 
-def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
+def _split(s: StaticShapes, node: oir.Node, index: int) -> Shape | None:
     """Output `index` of a Split: given sizes (the second input), or equal parts."""
     shape = s.shape(node.inputs[0])
     if shape is None:
@@ -226,7 +226,7 @@ def _split(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     return (*shape[:axis], sizes[index], *shape[axis + 1:])
 
 
-def _slice(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _slice(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     """A Slice with constant starts, ends, axes and steps."""
     shape = s.shape(node.inputs[0])
     starts, ends = (const_ints(v) for v in node.inputs[1:3]) if len(node.inputs) >= 3 else (None, None)
@@ -244,7 +244,7 @@ def _slice(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return tuple(dims)
 
 
-def _gather(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
+def _gather(s: StaticShapes, node: oir.Node, _: int) -> Shape | None:
     data, indices = s.shape(node.inputs[0]), s.shape(node.inputs[1]) if len(node.inputs) > 1 else None
     if data is None or indices is None:
         return None
@@ -252,7 +252,7 @@ def _gather(s: StaticShapes, node: ir.Node, _: int) -> Shape | None:
     return (*data[:axis], *indices, *data[axis + 1:])
 
 
-def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
+def _recurrent(s: StaticShapes, node: oir.Node, index: int) -> Shape | None:
     """Y [T, num_directions, B, H]; Y_h, Y_c [num_directions, B, H] for a time-major (layout 0) node."""
     layout = node.attributes.get("layout")
     hidden = node.attributes.get("hidden_size")
@@ -267,7 +267,7 @@ def _recurrent(s: StaticShapes, node: ir.Node, index: int) -> Shape | None:
     return (steps, dirs, batch, h) if index == 0 else (dirs, batch, h)
 
 
-_RULES: dict[str, Callable[[StaticShapes, ir.Node, int], Shape | None]] = {
+_RULES: dict[str, Callable[[StaticShapes, oir.Node, int], Shape | None]] = {
     "Identity": _identity,
     "Squeeze": _squeeze,
     "Unsqueeze": _unsqueeze,

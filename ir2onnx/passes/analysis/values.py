@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.deep import deep_call
 from ir2onnx.passes.analysis.graph import attr, is_default_domain, producer, through
 
 
-def literal_array(value: ir.Value | None) -> np.ndarray | None:
+def literal_array(value: oir.Value | None) -> np.ndarray | None:
     """The value of an initializer or of a Constant node's output, else None."""
     if value is None:
         return None
@@ -30,13 +30,13 @@ def literal_array(value: ir.Value | None) -> np.ndarray | None:
         return node.attributes["value"].as_tensor().numpy()
     return None
 
-def const_ints(value: ir.Value | None) -> list[int] | None:
+def const_ints(value: oir.Value | None) -> list[int] | None:
     arr = literal_array(value)
     if arr is None or arr.dtype.kind not in "iu":
         return None
     return [int(v) for v in arr.reshape(-1)]
 
-def rank(value: ir.Value | None) -> int | None:
+def rank(value: oir.Value | None) -> int | None:
     if value is None:
         return None
     if value.shape is not None:
@@ -48,14 +48,14 @@ _T = TypeVar("_T")
 
 _derivation = threading.local()
 
-def _once_per_query(derive: Callable[[ir.Value], _T | None]) -> Callable[[ir.Value | None], _T | None]:
+def _once_per_query(derive: Callable[[oir.Value], _T | None]) -> Callable[[oir.Value | None], _T | None]:
     """`derive` (const_array, shape_of) computes each value once per outermost query: both walk producers and call
     each other, and an unrolled recurrence reaches the same values along exponentially many paths (c_t reads c_t-1
     through both of its products). The table lives for one query only (passes change the graph between queries), or
     for a `derivations()` block. The walk recurses once per layer: where a network is deeper than Python allows, the
     query goes on from where it stopped on a deep stack (ir2onnx.deep)."""
     @functools.wraps(derive)
-    def query(v: ir.Value | None) -> _T | None:
+    def query(v: oir.Value | None) -> _T | None:
         if v is None:
             return None
         state = _derivation
@@ -79,7 +79,7 @@ def _once_per_query(derive: Callable[[ir.Value], _T | None]) -> Callable[[ir.Val
                 state.table = None
     return query
 
-def _resume(query: Callable[[ir.Value], _T | None], v: ir.Value, table: dict) -> _T | None:
+def _resume(query: Callable[[oir.Value], _T | None], v: oir.Value, table: dict) -> _T | None:
     """`query(v)` on this (deep) thread, with the table of the query that ran out of stack, as a nested query (which
     does not go deeper again)."""
     _derivation.table, _derivation.depth = table, 1
@@ -99,7 +99,7 @@ def derivations() -> Iterator[None]:
         _derivation.table = None
 
 @_once_per_query
-def const_array(v: ir.Value) -> np.ndarray | None:
+def const_array(v: oir.Value) -> np.ndarray | None:
     """The value of `v` when it is a constant: an initializer, a Constant node, or simple ops folded over those."""
     if v.const_value is not None:
         return v.const_value.numpy()
@@ -111,7 +111,7 @@ def const_array(v: ir.Value) -> np.ndarray | None:
     except (ValueError, IndexError, TypeError):
         return None
 
-def _fold(n: ir.Node, index: int) -> np.ndarray | None:
+def _fold(n: oir.Node, index: int) -> np.ndarray | None:
     op = n.op_type
     if op == "Constant":
         t = attr(n, "value")
@@ -129,7 +129,7 @@ def _fold(n: ir.Node, index: int) -> np.ndarray | None:
     if op == "Transpose":
         return np.transpose(x, attr(n, "perm"))  # type: ignore[arg-type]
     if op == "Cast":
-        return x.astype(ir.DataType(attr(n, "to")).numpy())  # type: ignore[union-attr]
+        return x.astype(oir.DataType(attr(n, "to")).numpy())  # type: ignore[union-attr]
     if op == "Unsqueeze":
         out = x
         axes = sorted(int(a) % (x.ndim + len(ins[1])) for a in ins[1])  # type: ignore[union-attr, arg-type]
@@ -161,7 +161,7 @@ def _fold(n: ir.Node, index: int) -> np.ndarray | None:
         return -x  # type: ignore[operator]
     return None
 
-def value_dtype(node: ir.Node) -> ir.DataType | None:
+def value_dtype(node: oir.Node) -> oir.DataType | None:
     """The element type of a node's tensors, from the first input that declares one (values a pass created may
     have none; its constant weights do)."""
     for v in node.inputs:
@@ -169,14 +169,14 @@ def value_dtype(node: ir.Node) -> ir.DataType | None:
             return v.dtype
     return None
 
-def filled_with(v: ir.Value | None) -> np.ndarray | None:
+def filled_with(v: oir.Value | None) -> np.ndarray | None:
     """The constant `v` is a broadcast of (through reshapes, Casts and an Expand: zeros of a run-time shape, a
     Broadcast of 1), or None."""
     v = through(v, "Squeeze", "Unsqueeze", "Reshape", "Identity", "Cast")
     ex = producer(v, "Expand")
     return const_array(ex.inputs[0] if ex is not None else v)
 
-def int_scalar(v: ir.Value | None) -> int | None:
+def int_scalar(v: oir.Value | None) -> int | None:
     """A one-element integer constant as an int."""
     c = const_array(v)
     if c is None or c.size != 1 or c.dtype.kind not in "iu":
@@ -185,7 +185,7 @@ def int_scalar(v: ir.Value | None) -> int | None:
 
 _GLUE = ("Reshape", "Squeeze", "Unsqueeze", "Identity")
 
-def _is_glue(n: ir.Node) -> bool:
+def _is_glue(n: oir.Node) -> bool:
     """Ops that only change the shape (the elements keep their row-major order), with constant parameters."""
     if n.op_type == "Identity":
         return True
@@ -196,9 +196,9 @@ def _is_glue(n: ir.Node) -> bool:
         return shape is not None and not (attr(n, "allowzero", 0) and np.any(shape == 0))
     return False
 
-def view_root(v: ir.Value) -> tuple[ir.Value, list[ir.Node]]:
+def view_root(v: oir.Value) -> tuple[oir.Value, list[oir.Node]]:
     """Walk back through glue: (the value v is a reshape of, the glue nodes from it to v in order)."""
-    chain: list[ir.Node] = []
+    chain: list[oir.Node] = []
     while (n := producer(v, *_GLUE)) is not None and _is_glue(n):
         chain.append(n)
         v = n.inputs[0]  # type: ignore[assignment]
@@ -206,7 +206,7 @@ def view_root(v: ir.Value) -> tuple[ir.Value, list[ir.Node]]:
 
 Dims = tuple[int | None, ...]
 
-def rank_of(v: ir.Value | None) -> int | None:
+def rank_of(v: oir.Value | None) -> int | None:
     """v's rank: from shape_of, else from a Transpose's permutation or a recurrent node's output (Y rank 4, Y_h and
     Y_c rank 3), which fix it whatever the dims."""
     shape = shape_of(v)
@@ -221,7 +221,7 @@ def rank_of(v: ir.Value | None) -> int | None:
     return None
 
 @_once_per_query
-def shape_of(v: ir.Value) -> Dims | None:
+def shape_of(v: oir.Value) -> Dims | None:
     """v's shape (unknown dims None) derived from its producers, else what the model declares, else None."""
     n = v.producer()
     derived = _derive(n, v) if n is not None and n.domain in ("", "ai.onnx") else None
@@ -241,7 +241,7 @@ def _broadcast(a: Dims, b: Dims) -> Dims:
         out.append(x if x not in (None, 1) else y if y not in (None, 1) else 1 if x == y == 1 else None)
     return tuple(out)
 
-def _derive(n: ir.Node, v: ir.Value) -> Dims | None:
+def _derive(n: oir.Node, v: oir.Value) -> Dims | None:
     op = n.op_type
     if op in ("Identity", "Cast", "Sigmoid", "Tanh", "Relu", "Neg", "Clip", "HardSigmoid"):  # (Clip's bounds:
         # scalars)

@@ -5,7 +5,7 @@ each step.
 from __future__ import annotations
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.affine import Index, Lin, dim0, element0
 from ir2onnx.passes.analysis.graph import NoMatch, attr, explicit_perm, producer, through
@@ -14,7 +14,7 @@ from ir2onnx.passes.analysis.values import const_array, const_ints, shape_of
 from ir2onnx.passes.recurrent.views import State
 
 
-def buffer_row(s: State, index: Index, steps: Lin) -> tuple[ir.Value, bool] | None:
+def buffer_row(s: State, index: Index, steps: Lin) -> tuple[oir.Value, bool] | None:
     """(the row written, whether only the last step's row is kept) when `s` is a buffer: a [steps, ...] tensor updated
     at row k in step k (by ScatterND, or by a Concat of the rows before k, the row and the rows after), or a [1, ...]
     tensor updated at row 0 in every step; else None."""
@@ -32,7 +32,7 @@ def buffer_row(s: State, index: Index, steps: Lin) -> tuple[ir.Value, bool] | No
         return row, True
     return None
 
-def _scatter_write(s: State, index: Index) -> tuple[Lin, ir.Value | None] | None:
+def _scatter_write(s: State, index: Index) -> tuple[Lin, oir.Value | None] | None:
     """(row index, row) of a ScatterND of one row Unsqueeze(row, 0) into the carried buffer (after an Expand giving
     the placeholder its full shape, clipped on run-time shapes, grown as TensorFlow 1's TensorArray grows)."""
     sc = producer(s.body_out, "ScatterND")
@@ -59,7 +59,7 @@ def _scatter_write(s: State, index: Index) -> tuple[Lin, ir.Value | None] | None
         return None
     return at, unsq.inputs[0]
 
-def _concat_write(written: ir.Value, data: ir.Value, index: Index) -> tuple[Lin, ir.Value | None] | None:
+def _concat_write(written: oir.Value, data: oir.Value, index: Index) -> tuple[Lin, oir.Value | None] | None:
     """(row index k, row) of Concat(data[:k], row as [1, ...], data[k + 1:]) on axis 0, TensorFlow Lite's
     TensorListSetItem as OpenVINO's frontend writes it: Slices of all of data's axes, ends [k, -1, ...] made full
     by Where(ends < 0, Shape(data), ends), starts [k + 1, 0, ...] to Shape(data)."""
@@ -98,7 +98,7 @@ def _concat_write(written: ir.Value, data: ir.Value, index: Index) -> tuple[Lin,
         return at, row
     return None
 
-def _whole_slice(n: ir.Node, data: ir.Value, rank: int) -> bool:
+def _whole_slice(n: oir.Node, data: oir.Value, rank: int) -> bool:
     """A Slice of `data` over its axes 0..rank-1 with unit steps."""
     if n.op_type != "Slice" or n.inputs[0] is not data or len(n.inputs) < 3:
         return False
@@ -106,7 +106,7 @@ def _whole_slice(n: ir.Node, data: ir.Value, rank: int) -> bool:
     steps = const_ints(n.inputs[4]) if len(n.inputs) > 4 and n.inputs[4] is not None else [1] * rank
     return axes == list(range(rank)) and steps == [1] * rank
 
-def _negative_as_full(v: ir.Value | None, data: ir.Value) -> ir.Value | None:
+def _negative_as_full(v: oir.Value | None, data: oir.Value) -> oir.Value | None:
     """e for Where(e < 0, Shape(data), e) (a negative end meaning the whole axis), else None."""
     where = producer(v, "Where")
     less = producer(where.inputs[0], "Less") if where is not None else None
@@ -117,7 +117,7 @@ def _negative_as_full(v: ir.Value | None, data: ir.Value) -> ir.Value | None:
         return None
     return where.inputs[2]  # type: ignore[union-attr]
 
-def _head_tail(v: ir.Value | None) -> tuple[ir.Value | None, list[int] | None]:
+def _head_tail(v: oir.Value | None) -> tuple[oir.Value | None, list[int] | None]:
     """(the one-element first part, the constant rest) of Concat(head, rest) (rest: one or more constants)."""
     cat = producer(v, "Concat")
     if cat is None or int(attr(cat, "axis", 0)) != 0 or len(cat.inputs) < 2:  # type: ignore[arg-type]
@@ -130,7 +130,7 @@ def _head_tail(v: ir.Value | None) -> tuple[ir.Value | None, list[int] | None]:
         rest += c
     return cat.inputs[0], rest
 
-def _unclipped(v: ir.Value | None, data: ir.Value | None) -> ir.Value | None:
+def _unclipped(v: oir.Value | None, data: oir.Value | None) -> oir.Value | None:
     """The TensorFlow frontend's TensorListSetItem on run-time shapes clips the write's indices and updates to
     min(1, rows of the buffer) rows: Slice(w, [0], Size(index) * Min(Shape(buffer)[0:1], [1]), [0]), the updates
     reshaped to [-1, the buffer's row shape] first. With a one-element index and a non-empty buffer (a loop writing
@@ -148,7 +148,7 @@ def _unclipped(v: ir.Value | None, data: ir.Value | None) -> ir.Value | None:
         return w  # the indices, [[k]]
     return rs.inputs[0] if _row_shaped(rs, unsq.inputs[0], data) else v
 
-def _ungrown(data: ir.Value | None, at: Lin, index: Index) -> ir.Value | None:
+def _ungrown(data: oir.Value | None, at: Lin, index: Index) -> oir.Value | None:
     """TensorFlow 1's TensorArrayWriteV3 grows the array to the row written: Concat(a, Expand(0, [max(n, at + 1) - n,
     row shape])) with n the rows of a's buffer. Writing row k < n of a buffer that keeps its n rows (what buffer_row
     requires), the growth is empty at every step: a. Anything else: `data` unchanged."""
@@ -172,7 +172,7 @@ def _ungrown(data: ir.Value | None, at: Lin, index: Index) -> ir.Value | None:
         return data
     return grown
 
-def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
+def _one_row(end: oir.Value | None, data: oir.Value | None) -> bool:
     """end = Size(a one-element tensor) * Min(Shape(data)[0:1], [1]): 1 for a non-empty `data`."""
     mul = producer(end, "Mul")
     if mul is None:
@@ -183,7 +183,7 @@ def _one_row(end: ir.Value | None, data: ir.Value | None) -> bool:
     return single is not None and int(np.prod(single)) == 1 and rows is not None and rows.inputs[0] is data \
         and int(attr(rows, "start", 0)) == 0 and attr(rows, "end") == 1 and const_ints(low.inputs[1]) == [1]  # type: ignore[union-attr, arg-type]
 
-def _row_shaped(rs: ir.Node, row: ir.Value | None, data: ir.Value | None) -> bool:
+def _row_shaped(rs: oir.Node, row: oir.Value | None, data: oir.Value | None) -> bool:
     """rs reshapes to Concat([-1], Shape(data)[1:]) and data is Expand(buffer, Concat(.., Shape(row))): the rows of
     data have the row's shape, and the Reshape of Unsqueeze(row, 0) changes nothing. The row's shape may also be
     Gather(Shape(r), perm) for a row Transpose(r, perm)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import NoMatch, attr, producer
 from ir2onnx.passes.analysis.shapes import StaticShapes
@@ -39,18 +39,18 @@ class Cell:
     r: np.ndarray
     b: np.ndarray
     attrs: dict[str, object]
-    x: ir.Value  # the body value the cell reads as its input
+    x: oir.Value  # the body value the cell reads as its input
     x_rank: int  # 3: [1, batch, input] (a one-step node), 2: [batch, input]
-    h_in: ir.Value  # the value read as the previous hidden state ([1, batch, hidden] or [batch, hidden])
-    c_in: ir.Value | None
+    h_in: oir.Value  # the value read as the previous hidden state ([1, batch, hidden] or [batch, hidden])
+    c_in: oir.Value | None
     state_rank: int
     # body values equal to the new hidden (cell) state, with their form: "seq" [1, 1, B, H], "3" [1, B, H], "2" [B, H]
-    h_out: dict[ir.Value, str] = field(default_factory=dict)
-    c_out: dict[ir.Value, str] = field(default_factory=dict)
-    nodes: list[ir.Node] = field(default_factory=list)
+    h_out: dict[oir.Value, str] = field(default_factory=dict)
+    c_out: dict[oir.Value, str] = field(default_factory=dict)
+    nodes: list[oir.Node] = field(default_factory=list)
 
 
-def _rank(v: ir.Value | None) -> int | None:
+def _rank(v: oir.Value | None) -> int | None:
     s = shape_of(v)
     return None if s is None else len(s)
 
@@ -58,7 +58,7 @@ def _rank(v: ir.Value | None) -> int | None:
 # ---- one-step ONNX node
 
 
-def step_node_cell(body: ir.Graph) -> Cell:
+def step_node_cell(body: oir.Graph) -> Cell:
     nodes = [n for n in body if n.op_type in _STEP_OPS and n.domain in ("", "ai.onnx")]
     if len(nodes) != 1:
         raise NoMatch(f"{len(nodes)} LSTM/GRU/RNN nodes in the body")
@@ -106,7 +106,7 @@ def step_node_cell(body: ir.Graph) -> Cell:
 class Linear:
     """sum of MatMul(operand, W) over keys ("x", "h", "rh") plus a bias; K columns."""
 
-    parts: dict[str, tuple[ir.Value, np.ndarray]]
+    parts: dict[str, tuple[oir.Value, np.ndarray]]
     bias: np.ndarray  # broadcast over K
 
     @property
@@ -143,13 +143,13 @@ class Linear:
 class _Reader:
     """Parses pre-activations into Linear forms; `classify` names a MatMul operand ("x", "h", "rh") or rejects it."""
 
-    def __init__(self, x_root: ir.Value, h_root: ir.Value) -> None:
+    def __init__(self, x_root: oir.Value, h_root: oir.Value) -> None:
         self.x_root = x_root
         self.h_root = h_root
-        self.reset: ir.Value | None = None  # the reset gate seen in a (r * h) operand
-        self.nodes: list[ir.Node] = []
+        self.reset: oir.Value | None = None  # the reset gate seen in a (r * h) operand
+        self.nodes: list[oir.Node] = []
 
-    def classify(self, a: ir.Value) -> str:
+    def classify(self, a: oir.Value) -> str:
         root, _ = view_root(a)
         if root is self.x_root:
             return "x"
@@ -168,7 +168,7 @@ class _Reader:
                     return "rh"
         raise NoMatch(f"a MatMul reads {a.name}, neither the step input nor the state")
 
-    def linear(self, v: ir.Value | None) -> Linear:
+    def linear(self, v: oir.Value | None) -> Linear:
         if v is None:
             raise NoMatch("missing operand")
         c = const_array(v)
@@ -210,7 +210,7 @@ class _Reader:
             return self.columns(n, v, self.linear(src))
         return self.linear(p)
 
-    def columns(self, n: ir.Node, v: ir.Value, src: Linear) -> Linear:
+    def columns(self, n: oir.Node, v: oir.Value, src: Linear) -> Linear:
         """The columns of `src` that `v`, an output of the Split/Slice `n` of it, holds."""
         width = src.width
         if width is None:
@@ -248,7 +248,7 @@ class _Reader:
         return src.columns(s, e)
 
 
-    def _concat_matmul(self, cat: ir.Node, m: np.ndarray) -> Linear:
+    def _concat_matmul(self, cat: oir.Node, m: np.ndarray) -> Linear:
         """[a1, a2, ...] @ W (TensorFlow 1's cells multiply [x, h] by one matrix) = a1 @ W[rows 1] + a2 @ W[rows 2]..."""
         self.nodes.append(cat)
         widths: list[int | None] = []
@@ -279,10 +279,10 @@ ACTIVATIONS: dict[str, tuple[tuple[str, float], ...]] = {
 Act = tuple[str, tuple[float, ...]]  # an activation op and its (alpha[, beta])
 # a pre-activation: a value, or (a value, the Split/Slice node, its output) when the gate is a slice taken after the
 # activation (TensorFlow 1's GRUCell: r, u = split(sigmoid(.))), the same as activating the slice
-Pre = ir.Value | tuple[ir.Value, ir.Node, ir.Value]
+Pre = oir.Value | tuple[oir.Value, oir.Node, oir.Value]
 
 
-def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
+def _act(v: oir.Value | None) -> tuple[Act, Pre] | None:
     """(the activation, its input) when `v` is the output of an activation ONNX's recurrent ops can apply, or a
     slice of the gate columns of one."""
     n = producer(v, *ACTIVATIONS)
@@ -301,7 +301,7 @@ def _act(v: ir.Value | None) -> tuple[Act, Pre] | None:
     return (n.op_type, params), n.inputs[0]
 
 
-def _hard_sigmoid(v: ir.Value | None) -> tuple[Act, ir.Value] | None:
+def _hard_sigmoid(v: oir.Value | None) -> tuple[Act, oir.Value] | None:
     """(HardSigmoid with its alpha and beta, its input) when `v` is clip(x * alpha + beta, 0, 1): Keras 2's
     hard_sigmoid (the default recurrent activation of Keras before 2.3) as its TensorFlow graph spells it."""
     add = producer(_unclipped(v), "Add")
@@ -314,7 +314,7 @@ def _hard_sigmoid(v: ir.Value | None) -> tuple[Act, ir.Value] | None:
     return None
 
 
-def _unclipped(v: ir.Value | None) -> ir.Value | None:
+def _unclipped(v: oir.Value | None) -> oir.Value | None:
     """x where `v` is x clipped to [0, 1]: Clip(x, 0, 1), Max(Min(x, 1), 0) or Min(Max(x, 0), 1) (OpenVINO keeps
     Minimum and Maximum where the bound 1 is also read by 1 - z)."""
     clip = producer(v, "Clip")
@@ -328,7 +328,7 @@ def _unclipped(v: ir.Value | None) -> ir.Value | None:
     return None
 
 
-def _bounded(v: ir.Value | None, op: str, bound: float) -> ir.Value | None:
+def _bounded(v: oir.Value | None, op: str, bound: float) -> oir.Value | None:
     """x where `v` is op(x, bound) (Min or Max of two inputs, either order)."""
     n = producer(v, op)
     if n is None or len(n.inputs) != 2:
@@ -336,7 +336,7 @@ def _bounded(v: ir.Value | None, op: str, bound: float) -> ir.Value | None:
     return next((a for a, b in (n.inputs, n.inputs[::-1]) if a is not None and _scalar(b) == bound), None)
 
 
-def _scalar(v: ir.Value | None) -> float | None:
+def _scalar(v: oir.Value | None) -> float | None:
     """The value of a one-element constant that broadcasting against a gate [B, H] leaves its shape, else None."""
     c = const_array(v) if v is not None else None
     return float(c.reshape(-1)[0]) if c is not None and c.size == 1 and c.ndim <= 2 else None
@@ -366,7 +366,7 @@ def _gate(reader: _Reader, pre: Pre, hidden: int | None, keys: set[str]) -> Line
 
 
 def _assemble(op: str, gates: list[Linear], keys_w: list[str], keys_r: list[str], biases_r: list[np.ndarray] | None,
-              reader: _Reader, h_in: ir.Value, c_in: ir.Value | None, attrs: dict[str, object]) -> Cell:
+              reader: _Reader, h_in: oir.Value, c_in: oir.Value | None, attrs: dict[str, object]) -> Cell:
     hidden = gates[0].width
     assert hidden is not None
     x_ops = {lin.parts["x"][0] for lin in gates}
@@ -385,7 +385,7 @@ def _assemble(op: str, gates: list[Linear], keys_w: list[str], keys_r: list[str]
                 x, 2, h_in, c_in, 2, nodes=reader.nodes)
 
 
-def spelled_lstm(h_new: ir.Value, c_new: ir.Value, h_state: ir.Value, c_state: ir.Value, x: ir.Value) -> Cell:
+def spelled_lstm(h_new: oir.Value, c_new: oir.Value, h_state: oir.Value, c_state: oir.Value, x: oir.Value) -> Cell:
     """h' = o * h(c'), c' = f * c + i * g with i, f, o gates of one activation f and g a gate of activation g."""
     mul = producer(h_new, "Mul")
     add = producer(c_new, "Add")
@@ -428,7 +428,7 @@ def spelled_lstm(h_new: ir.Value, c_new: ir.Value, h_state: ir.Value, c_state: i
     return cell
 
 
-def _one_minus(v: ir.Value | None) -> ir.Value | None:
+def _one_minus(v: oir.Value | None) -> oir.Value | None:
     n = producer(v, "Sub")
     if n is None:
         return None
@@ -436,7 +436,7 @@ def _one_minus(v: ir.Value | None) -> ir.Value | None:
     return n.inputs[1] if one is not None and one.size >= 1 and np.all(one == 1) and one.ndim <= 2 else None
 
 
-def spelled_gru(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
+def spelled_gru(h_new: oir.Value, h_state: oir.Value, x: oir.Value) -> Cell:
     """h' = z * h + (1 - z) * n with z, r gates of one activation f and n a gate of activation g (reset before or
     after the matmul)."""
     add = producer(h_new, "Add")
@@ -495,7 +495,7 @@ def spelled_gru(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
     return _gru_cell([gate_z, gate_r, gate_n], None, 0, reader, h_new, acts)
 
 
-def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader: _Reader, h_new: ir.Value,
+def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader: _Reader, h_new: oir.Value,
               acts: dict[str, object]) -> Cell:
     h_ops = {g.parts["h"][0] for g in gates[:2]}
     if len(h_ops) != 1:
@@ -510,7 +510,7 @@ def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader
     return cell
 
 
-def spelled_rnn(h_new: ir.Value, h_state: ir.Value, x: ir.Value) -> Cell:
+def spelled_rnn(h_new: oir.Value, h_state: oir.Value, x: oir.Value) -> Cell:
     """h' = f(x W + h R + b)."""
     a = _act(h_new)
     if a is None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
 from ir2onnx.passes.analysis.shapes import StaticShapes
@@ -38,8 +38,8 @@ MIN_STEPS = 8
 _GATES = {"LSTM": 4, "GRU": 3}
 
 
-class ChunkRecurrentPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class ChunkRecurrentPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for node in list(all_nodes(model.graph)):
@@ -48,23 +48,23 @@ class ChunkRecurrentPass(ir.passes.InPlacePass):
                 if sizes is not None or _bidirectional(node):
                     _split(node, sizes or [], model.graph, names)
                     modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _bidirectional(node: ir.Node) -> bool:
+def _bidirectional(node: oir.Node) -> bool:
     return attr(node, "direction", "forward") == "bidirectional"
 
 
-def _rewritable(node: ir.Node) -> bool:
+def _rewritable(node: oir.Node) -> bool:
     """Layout 0, float, no sequence_lens, per-direction attributes separable."""
     if attr(node, "layout", 0) != 0 or node.inputs[0] is None or input_at(node, 4) is not None:
         return False
-    if value_dtype(node) not in (ir.DataType.FLOAT, ir.DataType.DOUBLE):
+    if value_dtype(node) not in (oir.DataType.FLOAT, oir.DataType.DOUBLE):
         return False
     return not (_bidirectional(node) and (attr(node, "activation_alpha") or attr(node, "activation_beta")))
 
 
-def chunk_sizes(node: ir.Node) -> list[int] | None:
+def chunk_sizes(node: oir.Node) -> list[int] | None:
     """The chunk lengths `node` is split into (balanced, in time order), or None when it stays whole."""
     if not _rewritable(node):
         return None
@@ -84,7 +84,7 @@ def chunk_sizes(node: ir.Node) -> list[int] | None:
     return [steps // n + (i < steps % n) for i in range(n)]
 
 
-def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: MutableSet[str]) -> None:
+def _split(node: oir.Node, sizes: list[int], root: oir.Graph, names: MutableSet[str]) -> None:
     """Rewrite `node` as one chain of nodes per direction over the time chunks `sizes` ([]: the whole sequence)."""
     em = Emitter(node, root, names)
     lstm = node.op_type == "LSTM"
@@ -104,7 +104,7 @@ def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: MutableSet[st
         directions, inputs, acts = [str(attrs.get("direction", "forward"))], [per_dir], [attrs.get("activations")]
     results = [_chain(em, node.op_type, parts, ins, {**attrs, "direction": d, "activations": a})
                for d, ins, a in zip(directions, inputs, acts)]
-    outs: list[ir.Value] = []
+    outs: list[oir.Value] = []
     for i in range(len(results[0])):
         vals = [r[i] for r in results]
         outs.append(vals[0] if len(vals) == 1 else em.op1("Concat", vals, {"axis": 1 if i == 0 else 0}))
@@ -112,15 +112,15 @@ def _split(node: ir.Node, sizes: list[int], root: ir.Graph, names: MutableSet[st
     replace_node(node, list(zip(node.outputs, outs)), "whole")
 
 
-def _chain(em: Emitter, op: str, parts: list[ir.Value], ins: list[ir.Value | None],
-           attrs: dict[str, object]) -> list[ir.Value]:
+def _chain(em: Emitter, op: str, parts: list[oir.Value], ins: list[oir.Value | None],
+           attrs: dict[str, object]) -> list[oir.Value]:
     """One direction over consecutive chunks, each starting from the last one's states: [Y, Y_h(, Y_c)]."""
     lstm = op == "LSTM"
     w, r, b, *states = ins
     peephole = states.pop() if lstm else None
     attrs = {k: v for k, v in attrs.items() if v is not None}
     order = range(len(parts) - 1, -1, -1) if attrs["direction"] == "reverse" else range(len(parts))
-    ys: dict[int, ir.Value] = {}
+    ys: dict[int, oir.Value] = {}
     for i in order:
         step_ins = [parts[i], w, r, b, None, *states] + ([peephole] if peephole is not None else [])
         outs = em.op(op, step_ins, attrs, outputs=3 if lstm else 2)

@@ -5,7 +5,7 @@ outputs in the layouts the loop returned them.
 from __future__ import annotations
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import NoMatch, scan_ints
 from ir2onnx.passes.analysis.values import shape_of, view_root
@@ -21,15 +21,15 @@ from ir2onnx.passes.rewrite import (
 )
 
 
-def used(v: ir.Value) -> bool:
+def used(v: oir.Value) -> bool:
     return bool(v.uses()) or v.is_graph_output()
 
-def _initial(em: Emitter, cell_in: ir.Value, state: State, rank: int) -> ir.Value:
+def _initial(em: Emitter, cell_in: oir.Value, state: State, rank: int) -> oir.Value:
     _, chain = view_root(cell_in)
     v = em.replay(chain, state.init, lifted=False)
     return em.unsqueeze(v, [0]) if rank == 2 else v
 
-def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
+def _from(em: Emitter, base: oir.Value, form: str, time_axis: bool) -> oir.Value:
     """The fused Y ([T, 1, B, H], time_axis) or Y_h/Y_c ([1, B, H]) in the body value's form ("seq", "3", "2")."""
     axis = 1 if time_axis else 0
     if form == "seq":
@@ -39,19 +39,19 @@ def _from(em: Emitter, base: ir.Value, form: str, time_axis: bool) -> ir.Value:
     return base
 
 def emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
-          plan: list[tuple[State, str, str | None, list[ir.Node]]],
-          stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]],
-          lasts: list[tuple[State, str, list[ir.Node]]], lens: ir.Value | None = None,
-          copies: list[tuple[State, State, list[ir.Node]]] = (),  # type: ignore[assignment]
-          holders: list[tuple[State, str, str, list[ir.Node]]] = ()) -> None:  # type: ignore[assignment]
+          plan: list[tuple[State, str, str | None, list[oir.Node]]],
+          stacked: list[tuple[oir.Value, str, list[oir.Node], bool, int, int, bool]],
+          lasts: list[tuple[State, str, list[oir.Node]]], lens: oir.Value | None = None,
+          copies: list[tuple[State, State, list[oir.Node]]] = (),  # type: ignore[assignment]
+          holders: list[tuple[State, str, str, list[oir.Node]]] = ()) -> None:  # type: ignore[assignment]
     node = view.node
     x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
     held = _held(em, y, y_h) if lens is not None and any(s[6] for s in stacked) else y
-    replacements: dict[ir.Value, ir.Value] = {}
+    replacements: dict[oir.Value, oir.Value] = {}
     or_initial = _OrInitial(em, view, x)
-    ran: dict[int, ir.Value] = {}  # a state's (by id) final value once an iteration ran
+    ran: dict[int, oir.Value] = {}  # a state's (by id) final value once an iteration ran
 
-    def final_of(s: State, kind: str, form: str | None, chain: list[ir.Node]) -> ir.Value:
+    def final_of(s: State, kind: str, form: str | None, chain: list[oir.Node]) -> oir.Value:
         if id(s) not in ran:
             base = y_h if kind == "h" else y_c
             assert base is not None and form is not None
@@ -117,7 +117,7 @@ def peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state
     Only a spelled-out cell ([batch, hidden] states) over a Scan's scan input or a step read by Gather or Slice
     (at the time index, which the body's Gather then reads), whose previous states nothing else in the body reads."""
     node = view.node
-    body: ir.Graph = node.attributes["body"].value
+    body: oir.Graph = node.attributes["body"].value
     read = view.x.producer()
     h_new = next((v for v, form in cell.h_out.items() if form == "2"), None)
     c_new = next((v for v, form in cell.c_out.items() if form == "2"), None)
@@ -139,18 +139,18 @@ def peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state
         finals.append((st.final, em.op1("Identity", [final]) if st.final.is_graph_output() else final))
     em.commit()
     names = em.names
-    row = ir.Value(name=fresh_name(names, f"{h_new.name}/fused"), type=h_new.type, shape=h_new.shape)
+    row = oir.Value(name=fresh_name(names, f"{h_new.name}/fused"), type=h_new.type, shape=h_new.shape)
     if gathered:
         added = []
         if shape_of(at) == (1,):  # a Slice's start, or a one-element Gather index: the scalar time index
-            scalar = ir.Value(name=fresh_name(names, f"{h_new.name}/step_index"))
-            empty = ir.Value(name=fresh_name(names, f"{h_new.name}/scalar_shape"))
-            added += [ir.Node("", "Constant", [], [ir.AttrTensor("value", ir.tensor(np.zeros(0, np.int64)))],
+            scalar = oir.Value(name=fresh_name(names, f"{h_new.name}/step_index"))
+            empty = oir.Value(name=fresh_name(names, f"{h_new.name}/scalar_shape"))
+            added += [oir.Node("", "Constant", [], [oir.AttrTensor("value", oir.tensor(np.zeros(0, np.int64)))],
                               outputs=[empty], name=fresh_name(names, f"{h_new.name}/scalar_shape_node")),
-                      ir.Node("", "Reshape", [at, empty], outputs=[scalar],
+                      oir.Node("", "Reshape", [at, empty], outputs=[scalar],
                               name=fresh_name(names, f"{h_new.name}/step_index_node"))]
             at = scalar
-        added.append(ir.Node("", "Gather", [steps, at], [ir.AttrInt64("axis", 0)], outputs=[row],
+        added.append(oir.Node("", "Gather", [steps, at], [oir.AttrInt64("axis", 0)], outputs=[row],
                              name=fresh_name(names, f"{h_new.name}/fused_node")))
         body.insert_after(read, [inherit_meta(n, read) for n in added])  # type: ignore[arg-type]
     else:  # one more scan input, read in the sequence's direction (the old one is dropped below once unread)
@@ -173,7 +173,7 @@ def peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state
         _remove_dead_nodes(body)
         keep_read_scan_inputs(node, body, axes, directions)
 
-def _remove_dead_nodes(body: ir.Graph) -> None:
+def _remove_dead_nodes(body: oir.Graph) -> None:
     """The peeled cell's nodes, which nothing reads any more (its step read included)."""
     changed = True
     while changed:
@@ -183,17 +183,17 @@ def _remove_dead_nodes(body: ir.Graph) -> None:
                 body.remove(n, safe=True)
                 changed = True
 
-def _still_read(body: ir.Graph, h_new: ir.Value, states: list[tuple[State, ir.Value | None]]) -> bool:
+def _still_read(body: oir.Graph, h_new: oir.Value, states: list[tuple[State, oir.Value | None]]) -> bool:
     """Whether, once h_new is read from outside and the cell's states pass through, the body still reads the cell's
     previous states or its new cell state (the cell would stay in the body)."""
     reads = _live_reads(body, h_new, {st.body_out for st, _ in states})
     return any(st.body_in in reads or (new is not None and new is not h_new and new in reads) for st, new in states)
 
-def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir.Value]:
+def _live_reads(body: oir.Graph, cut: oir.Value, dropped: set[oir.Value]) -> set[oir.Value]:
     """The values the body's outputs (but `dropped`) are computed from, not looking past `cut`; a node with a
     subgraph counts as reading everything."""
-    reads: set[ir.Value] = set()
-    seen: set[ir.Node] = set()
+    reads: set[oir.Value] = set()
+    seen: set[oir.Node] = set()
     work = [o for o in body.outputs if o not in dropped]
     while work:
         v = work.pop()
@@ -201,7 +201,7 @@ def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir
         if v is cut or n is None or n.graph is not body or n in seen:
             continue
         seen.add(n)
-        if any(a.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS) for a in n.attributes.values()):
+        if any(a.type in (oir.AttributeType.GRAPH, oir.AttributeType.GRAPHS) for a in n.attributes.values()):
             reads.update(body.inputs)
         for i in n.inputs:
             if i is not None:
@@ -210,7 +210,7 @@ def _live_reads(body: ir.Graph, cut: ir.Value, dropped: set[ir.Value]) -> set[ir
     return reads
 
 def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
-               lens: ir.Value | None = None) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value | None]:
+               lens: oir.Value | None = None) -> tuple[oir.Value, oir.Value, oir.Value, oir.Value | None]:
     """The fused node over the whole sequence: (its input, Y, Y_h, Y_c). `lens`: per-row lengths (masked steps),
     clipped to [0, steps] (a longer length masks nothing, a negative one everything); a row of length 0 keeps its
     initial states."""
@@ -218,7 +218,7 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
     if cell.x_rank == 3:
         x = em.squeeze(x, [1])
-    ins: list[ir.Value | None] = [x, em.const(cell.w, "W"), em.const(cell.r, "R"), em.const(cell.b, "B"), None]
+    ins: list[oir.Value | None] = [x, em.const(cell.w, "W"), em.const(cell.r, "R"), em.const(cell.b, "B"), None]
     ins.append(_initial(em, cell.h_in, h_state, cell.state_rank) if h_state is not None else None)
     if cell.op == "LSTM":
         ins.append(_initial(em, cell.c_in, c_state, cell.state_rank) if c_state is not None and cell.c_in else None)
@@ -229,25 +229,25 @@ def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c
         rows, lens_rows = (shape_of(x) or ())[1:2], shape_of(lens)
         if not rows or rows != lens_rows or None in rows:  # not provably one length per row (one for all: broadcast)
             clipped = em.op1("Expand", [clipped, em.op1("Shape", [x], {"start": 1, "end": 2})])
-        ins[4] = em.op1("Cast", [clipped], {"to": ir.DataType.INT32})
+        ins[4] = em.op1("Cast", [clipped], {"to": oir.DataType.INT32})
     attrs = {"hidden_size": cell.hidden, "direction": "reverse" if view.reverse else "forward", **cell.attrs}
     outs = em.op(cell.op, ins, attrs, outputs=3 if cell.op == "LSTM" else 2)
-    finals: list[ir.Value | None] = [outs[1], outs[2] if cell.op == "LSTM" else None]
+    finals: list[oir.Value | None] = [outs[1], outs[2] if cell.op == "LSTM" else None]
     if lens is not None:
         ran = em.op1("Reshape", [em.op1("Greater", [clipped, em.i64([0])]), em.i64([1, -1, 1])])
         inits = [*ins[5:], None]
         finals = [em.op1("Where", [ran, f, inits[i]]) if f is not None else None for i, f in enumerate(finals)]
     return x, outs[0], finals[0], finals[1]  # type: ignore[return-value]
 
-def _int64(em: Emitter, v: ir.Value) -> ir.Value:
+def _int64(em: Emitter, v: oir.Value) -> oir.Value:
     """v as int64 (no Cast to its own type: onnxruntime warns about those)."""
-    return v if v.dtype == ir.DataType.INT64 else em.op1("Cast", [v], {"to": ir.DataType.INT64})
+    return v if v.dtype == oir.DataType.INT64 else em.op1("Cast", [v], {"to": oir.DataType.INT64})
 
-def _held(em: Emitter, y: ir.Value, y_h: ir.Value) -> ir.Value:
+def _held(em: Emitter, y: oir.Value, y_h: oir.Value) -> oir.Value:
     """Y with each row's steps past its length holding the row's last value (Y_h) instead of ONNX's zeros."""
     node = y.producer()
     assert node is not None and node.inputs[4] is not None
-    lens = em.op1("Cast", [node.inputs[4]], {"to": ir.DataType.INT64})  # the node's clipped sequence_lens
+    lens = em.op1("Cast", [node.inputs[4]], {"to": oir.DataType.INT64})  # the node's clipped sequence_lens
     steps = em.arange(em.squeeze(em.op1("Shape", [y], {"start": 0, "end": 1}), [0]))
     past = em.op1("GreaterOrEqual", [em.op1("Reshape", [steps, em.i64([-1, 1, 1, 1])]),
                                      em.op1("Reshape", [lens, em.i64([1, 1, -1, 1])])])
@@ -256,11 +256,11 @@ def _held(em: Emitter, y: ir.Value, y_h: ir.Value) -> ir.Value:
 class _OrInitial:
     """A run-time length may be 0: the loop then returns the initial values (ONNX's LSTM gives zeros)."""
 
-    def __init__(self, em: Emitter, view: LoopView, x: ir.Value) -> None:
+    def __init__(self, em: Emitter, view: LoopView, x: oir.Value) -> None:
         self.em, self.view, self.x = em, view, x
-        self.nonempty: ir.Value | None = None
+        self.nonempty: oir.Value | None = None
 
-    def __call__(self, final: ir.Value, s: State) -> ir.Value:
+    def __call__(self, final: oir.Value, s: State) -> oir.Value:
         if self.view.steps is not None:
             return final
         em = self.em
@@ -278,10 +278,10 @@ class _OrInitial:
             branches[key] = g.build([g.op1("Identity", [v])], hint=key)
         return em.op1("If", [self.nonempty], branches)
 
-def _detach(node: ir.Node) -> None:
+def _detach(node: oir.Node) -> None:
     """Drop the inputs of a removed loop and of every node in its bodies (outer values they read lose those uses)."""
     for a in node.attributes.values():
-        graphs = [a.value] if a.type == ir.AttributeType.GRAPH else a.value if a.type == ir.AttributeType.GRAPHS else []
+        graphs = [a.value] if a.type == oir.AttributeType.GRAPH else a.value if a.type == oir.AttributeType.GRAPHS else []
         for g in graphs:
             for n in list(g):
                 _detach(n)

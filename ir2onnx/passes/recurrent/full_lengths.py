@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import MutableSet
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import (
     BROADCASTING_BINARY,
@@ -41,13 +41,13 @@ from ir2onnx.passes.rewrite import Emitter, all_names, replace_node
 
 _RECURRENT = ("LSTM", "GRU", "RNN")
 _SAME_ELEMENTS = ("Identity", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Tile")
-_INTS = {ir.DataType.INT32, ir.DataType.INT64, ir.DataType.UINT32, ir.DataType.UINT64}
+_INTS = {oir.DataType.INT32, oir.DataType.INT64, oir.DataType.UINT32, oir.DataType.UINT64}
 
-Dim = tuple[ir.Value, int]  # (a value, one of its axes): stands for that axis's size
+Dim = tuple[oir.Value, int]  # (a value, one of its axes): stands for that axis's size
 
 
-class DropFullSequenceLensPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class DropFullSequenceLensPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         shapes = StaticShapes()
         for node in list(all_nodes(model.graph)):
@@ -56,11 +56,11 @@ class DropFullSequenceLensPass(ir.passes.InPlacePass):
                     and attr(node, "layout", 0) == 0 and full_length(lens, node.inputs[0], shapes):
                 node.replace_input_with(4, None)
                 modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-class FullReversalPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class FullReversalPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
         shapes = StaticShapes()
         names = all_names(model.graph)  # collected when first used
@@ -71,10 +71,10 @@ class FullReversalPass(ir.passes.InPlacePass):
                 continue
             _reverse_as_slice(node, model.graph, names)
             modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
+def _reverse_as_slice(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
     """Replace the full-length ReverseSequence `node` by a Slice with step -1 on its time axis (of the input of the
     Transposes around it, when there are such: `_inverse_transposes_around`)."""
     source, target = node.inputs[0], node.outputs[0]
@@ -94,7 +94,7 @@ def _reverse_as_slice(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> 
         replace_node(n, [], "reversed")
 
 
-def _inverse_transposes_around(node: ir.Node) -> tuple[ir.Node, ir.Node, list[int]] | None:
+def _inverse_transposes_around(node: oir.Node) -> tuple[oir.Node, oir.Node, list[int]] | None:
     """(before, after, before's permutation) when `node` reads a Transpose `before` that nothing else reads and is
     read alone by a Transpose `after` that undoes it, all three in one graph."""
     x, out = node.inputs[0], node.outputs[0]
@@ -111,7 +111,7 @@ def _inverse_transposes_around(node: ir.Node) -> tuple[ir.Node, ir.Node, list[in
     return (before, after, p1) if [p1[p2[i]] for i in range(rank)] == list(range(rank)) else None
 
 
-def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None = None, axis: int = 0) -> bool:
+def full_length(lens: oir.Value, x: oir.Value | None, shapes: StaticShapes | None = None, axis: int = 0) -> bool:
     """Whether every element of `lens` equals the size of `axis` of `x` (axis 0: the time axis of a layout-0
     recurrent node)."""
     if x is None:
@@ -127,7 +127,7 @@ def full_length(lens: ir.Value, x: ir.Value | None, shapes: StaticShapes | None 
     return source is not None and _root(source) == _root((x, axis))
 
 
-def _uniform_source(v: ir.Value) -> Dim | None:
+def _uniform_source(v: oir.Value) -> Dim | None:
     """The (value, axis) whose size every element of `v` equals, when `v` is built from that size alone."""
     node = v.producer()
     if node is None or not is_default_domain(node) or not node.inputs or node.inputs[0] is None:
@@ -156,7 +156,7 @@ def _uniform_source(v: ir.Value) -> Dim | None:
     return None
 
 
-def _shape_element(v: ir.Value, index: int) -> Dim | None:
+def _shape_element(v: oir.Value, index: int) -> Dim | None:
     """The (value, axis) whose size element `index` of `v` is, when `v` is (a Cast to integers of, or a Gather of
     constant indices from) a Shape."""
     node = v.producer()
@@ -196,13 +196,13 @@ def _shape_element(v: ir.Value, index: int) -> Dim | None:
     return source, start + index
 
 
-def _flattens_vector(node: ir.Node) -> bool:
+def _flattens_vector(node: oir.Node) -> bool:
     """A Reshape of a vector to one axis (the converter's [-1] of a computed shape): its elements in order."""
     target = const_ints(input_at(node, 1)) if node.op_type == "Reshape" else None
     return target is not None and len(target) == 1 and rank_of(node.inputs[0]) == 1
 
 
-def _vector_length(v: ir.Value | None) -> int | None:
+def _vector_length(v: oir.Value | None) -> int | None:
     """The number of elements of the integer vector v, when known (a static shape, a constant's included, a Gather of
     constant indices, a Shape of a value of known rank)."""
     if v is None:
@@ -223,7 +223,7 @@ def _vector_length(v: ir.Value | None) -> int | None:
     return None
 
 
-def _shape_range(node: ir.Node, rank: int) -> tuple[int, int]:
+def _shape_range(node: oir.Node, rank: int) -> tuple[int, int]:
     """The axes [start, stop) a Shape node reads of a value of `rank` axes (its start and end clamped, as ONNX)."""
     start, end = int(attr(node, "start", 0)), attr(node, "end")  # type: ignore[arg-type]
     start = max(0, min(rank, start + rank if start < 0 else start))
@@ -260,7 +260,7 @@ def dim_root(dim: Dim) -> Dim:
     return v, axis
 
 
-def _axis_source(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
+def _axis_source(node: oir.Node, v: oir.Value, axis: int) -> Dim | None:
     """(input value, axis) of `node` that has the size of `axis` of its output `v`, when there is one."""
     if node.op_type == "Reshape" and (like := _shape_of_whole(input_at(node, 1))) is not None:
         return like, axis  # Reshape(x, Shape(like)): like's dims
@@ -276,7 +276,7 @@ def _axis_source(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
     return None if moved is None else (node.inputs[0], moved)  # type: ignore[return-value]
 
 
-def _shape_of_whole(shape: ir.Value | None) -> ir.Value | None:
+def _shape_of_whole(shape: oir.Value | None) -> oir.Value | None:
     """x when `shape` is Shape(x) over all of x's axes."""
     node = shape.producer() if shape is not None else None
     if node is None or node.op_type != "Shape" or not is_default_domain(node) or node.inputs[0] is None \
@@ -285,7 +285,7 @@ def _shape_of_whole(shape: ir.Value | None) -> ir.Value | None:
     return node.inputs[0]
 
 
-def _gather_axis(node: ir.Node, axis: int) -> Dim | None:
+def _gather_axis(node: oir.Node, axis: int) -> Dim | None:
     """The Gather's data or indices axis that has the size of its output's `axis`: the data's axes around the
     gathered one, the indices' axes in its place."""
     data, indices = node.inputs[0], input_at(node, 1)
@@ -300,7 +300,7 @@ def _gather_axis(node: ir.Node, axis: int) -> Dim | None:
     return data, axis - indices_rank + 1
 
 
-def _broadcast_axis(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
+def _broadcast_axis(node: oir.Node, v: oir.Value, axis: int) -> Dim | None:
     """The input of a broadcasting binary op that alone gives `axis` of its output its size: the other input is of
     known shape with no dim there, or 1 (a bias, a scale: Dense's Add of its bias to its MatMul)."""
     out_rank = rank_of(v)
@@ -317,7 +317,7 @@ def _broadcast_axis(node: ir.Node, v: ir.Value, axis: int) -> Dim | None:
     return None
 
 
-def _axis_in_input(node: ir.Node, v: ir.Value, axis: int) -> int | None:
+def _axis_in_input(node: oir.Node, v: oir.Value, axis: int) -> int | None:
     """The axis of node's first input that has the size of `axis` of its output `v`, when the node keeps it."""
     op = node.op_type
     if op in UNARY_ELEMENTWISE:

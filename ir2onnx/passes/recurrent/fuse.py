@@ -9,7 +9,7 @@ cell instead of one per IR form and port-map variant, reuses the gate conversion
 fuses loops in ONNX models that did not come from IR. The emitted nodes are the same either way, so there is nothing
 to gain at run time from matching earlier. onnxruntime's CPU LSTM/GRU/RNN kernels refuse layout=1 (batch-major), so
 the fused node is time-major (layout 0) with Transposes around it where the sequence is batch-major; those are
-cheap next to the recurrence (see scripts/bench_recurrent.py).
+cheap next to the recurrence (see scripts/bench/bench_recurrent.py).
 
 Rule shape (as in onnxscript's rewriter): pattern = `analyse_scan`/`analyse_loop` (what the loop iterates over) and
 `fuse_rnn_cells` (which cell one step is); check = every loop output must be explained as the cell's new state, a
@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
 from ir2onnx.passes.analysis.graph import NoMatch, all_nodes, producer, through
@@ -45,10 +45,10 @@ _LOOPS = ("Scan", "Loop")
 
 _MAX_ROUNDS = 64  # each round fuses a loop or takes a cell out of one: a bound on stacked cells, not a tuning knob
 
-class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
+class FuseRecurrentLoopsPass(oir.passes.InPlacePass):
     """Replace Scan/Loop nodes that run one recurrent cell over a sequence with one ONNX LSTM/GRU/RNN node."""
 
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         fused = last = _process(model.graph, model.graph, names)
         rounds = 1
@@ -66,16 +66,16 @@ class FuseRecurrentLoopsPass(ir.passes.InPlacePass):
             for name, v in list(model.graph.initializers.items()):
                 if not v.uses() and v not in keep:
                     del model.graph.initializers[name]
-        return ir.passes.PassResult(model, modified=fused > 0)
+        return oir.passes.PassResult(model, modified=fused > 0)
 
-def _process(graph: ir.Graph, root: ir.Graph, names: MutableSet[str]) -> int:
+def _process(graph: oir.Graph, root: oir.Graph, names: MutableSet[str]) -> int:
     """Fuse inner loops first, then the loops of `graph`; returns the number of loops fused."""
     fused = 0
     for node in list(graph):
         for a in node.attributes.values():
-            if a.type == ir.AttributeType.GRAPH:
+            if a.type == oir.AttributeType.GRAPH:
                 fused += _process(a.value, root, names)
-            elif a.type == ir.AttributeType.GRAPHS:
+            elif a.type == oir.AttributeType.GRAPHS:
                 for g in a.value:
                     fused += _process(g, root, names)
         if node.op_type in _LOOPS and node.domain in ("", "ai.onnx"):
@@ -108,7 +108,7 @@ def match_cell(view: LoopView, mask: _Mask | None = None) -> Cell:
                 reasons.append(f"{fn.__name__[8:].upper()}: {e}")
     raise NoMatch("; ".join(dict.fromkeys(reasons)) or "no carried state")
 
-def _copied(view: LoopView, s: State, root: ir.Value) -> State | None:
+def _copied(view: LoopView, s: State, root: oir.Value) -> State | None:
     """The other state whose new value `s` carries, reshaped (`root`: the root of s's new value, the other's new
     value itself), when nothing in the body reads s's previous value (Keras 2's masked last output, a copy of its
     masked output state): s's final value is that state's, reshaped, after any iteration."""
@@ -116,7 +116,7 @@ def _copied(view: LoopView, s: State, root: ir.Value) -> State | None:
         return None
     return next((o for o in view.states if o is not s and o.body_out is root), None)
 
-def _kept_state(view: LoopView, row: ir.Value) -> State | None:
+def _kept_state(view: LoopView, row: oir.Value) -> State | None:
     """The carried state whose new value `row` is (Keras' masked output, kept on masked steps), if any."""
     root, _ = view_root(row)
     return next((s for s in view.states if view_root(s.body_out)[0] is root), None)
@@ -127,12 +127,12 @@ def _same_start(s: State, other: State | None) -> bool:
         return False
     return s.init is other.init or (all_zeros(s.init) and all_zeros(other.init))
 
-def all_zeros(v: ir.Value) -> bool:
+def all_zeros(v: oir.Value) -> bool:
     """v is all zeros: a constant, or one broadcast to a run-time shape (Expand), through reshapes."""
     c = filled_with(v)
     return c is not None and not c.any()
 
-def _state_of(view: LoopView, value: ir.Value | None, what: str) -> State | None:
+def _state_of(view: LoopView, value: oir.Value | None, what: str) -> State | None:
     if value is None:
         return None
     root, _ = view_root(value)
@@ -141,7 +141,7 @@ def _state_of(view: LoopView, value: ir.Value | None, what: str) -> State | None
             return s
     raise NoMatch(f"the cell's previous {what} is not a carried value")
 
-def fuse_loop(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
+def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
     """Replace the Scan/Loop `node` by the fused recurrent node (or take its first cell out: peel); NoMatch, with
     the reason, leaves it as it is."""
     view = analyse_scan(node) if node.op_type == "Scan" else analyse_loop(node)
@@ -153,10 +153,10 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
         raise NoMatch("the cell's input is not the current step of the sequence")
     h_state = _state_of(view, cell.h_in, "hidden state")
     c_state = _state_of(view, cell.c_in, "cell state")
-    plan: list[tuple[State, str, str | None, list[ir.Node]]] = []  # (state, kind, form, glue)
-    copies: list[tuple[State, State, list[ir.Node]]] = []  # (state, the state it copies, glue)
-    holders: list[tuple[State, str, str, list[ir.Node]]] = []  # (state, kind, form, glue): held at a row's last step
-    unmasked: list[ir.Value] = []  # values read after the loop that no mask explains (wrong if there are lengths)
+    plan: list[tuple[State, str, str | None, list[oir.Node]]] = []  # (state, kind, form, glue)
+    copies: list[tuple[State, State, list[oir.Node]]] = []  # (state, the state it copies, glue)
+    holders: list[tuple[State, str, str, list[oir.Node]]] = []  # (state, kind, form, glue): held at a row's last step
+    unmasked: list[oir.Value] = []  # values read after the loop that no mask explains (wrong if there are lengths)
     for s in view.states:
         new = mask.last(s.body_out, s.body_in)
         if new is not None:
@@ -189,7 +189,7 @@ def fuse_loop(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
         plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
     # per-step values: the new h, zero past a row's length (TensorFlow 1), or a masked state's value, which holds its
     # last one there (Keras masking: `kept`)
-    stacked: list[tuple[ir.Value, str, list[ir.Node], bool, int, int, bool]] = []
+    stacked: list[tuple[oir.Value, str, list[oir.Node], bool, int, int, bool]] = []
     for o in view.outputs:
         kept = _kept_state(view, o.body_out)
         r, chain, how = mask.root(o.body_out, kept.body_in if kept is not None else None)
@@ -238,9 +238,9 @@ class _Mask:
 
     def __init__(self, view: LoopView) -> None:
         self.view = view
-        self.lens: ir.Value | None = None
+        self.lens: oir.Value | None = None
 
-    def root(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, list[ir.Node], str]:
+    def root(self, v: oir.Value, previous: oir.Value | None) -> tuple[oir.Value, list[oir.Node], str]:
         """view_root of v unmasked, the glue after the mask's Where kept (Keras 2 unsqueezes its masked output), and
         how it was masked (see unmask)."""
         inner, outer = view_root(v)
@@ -248,7 +248,7 @@ class _Mask:
         r, chain = view_root(new)
         return r, chain + outer, how
 
-    def unmask(self, v: ir.Value, previous: ir.Value | None) -> tuple[ir.Value, str]:
+    def unmask(self, v: oir.Value, previous: oir.Value | None) -> tuple[oir.Value, str]:
         """(the new value `v` selects before a row's length, how it selects past it: "kept" the state `previous`,
         "zeros" zeros), else (v, "")."""
         n = self._where(v)
@@ -263,7 +263,7 @@ class _Mask:
             return v, ""
         return (new, how) if self._lengths(cond, "past") else (v, "")  # type: ignore[return-value]
 
-    def last(self, v: ir.Value, held: ir.Value) -> ir.Value | None:
+    def last(self, v: oir.Value, held: oir.Value) -> oir.Value | None:
         """The new value `v` takes at each row's last step, when it otherwise keeps `held` (its previous value)."""
         n = self._where(v)
         if n is None:
@@ -274,7 +274,7 @@ class _Mask:
         return new if self._lengths(cond, "last") else None
 
     @staticmethod
-    def _where(v: ir.Value) -> ir.Node | None:
+    def _where(v: oir.Value) -> oir.Node | None:
         root, chain = view_root(v)
         n = producer(root, "Where")
         if n is None or len(n.inputs) != 3 or any(i is None for i in n.inputs) \
@@ -282,7 +282,7 @@ class _Mask:
             return None
         return n
 
-    def _lengths(self, cond: ir.Value | None, what: str) -> bool:
+    def _lengths(self, cond: oir.Value | None, what: str) -> bool:
         found = row_lengths(cond, self.view)
         if found is None or found[0] != what:
             return False

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import MutableSet
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.markers import EQUIVALENT_BRANCHES
 from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
@@ -42,26 +42,26 @@ MIN_BATCH = 16
 MIN_ROW_ELEMENTS = 4096
 
 
-class GRUAsScanPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class GRUAsScanPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for node in list(all_nodes(model.graph)):
             if node.op_type == "GRU" and is_default_domain(node) and _activations(node) is not None \
                     and _supported(node):
                 modified |= _rewrite(node, model.graph, names)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _supported(node: ir.Node) -> bool:
+def _supported(node: oir.Node) -> bool:
     if attr(node, "layout", 0) != 0 or attr(node, "direction", "forward") not in ("forward", "reverse"):
         return False
     if input_at(node, 4) is not None or None in node.inputs[:3] or attr(node, "hidden_size") is None:
         return False
-    return value_dtype(node) == ir.DataType.FLOAT
+    return value_dtype(node) == oir.DataType.FLOAT
 
 
-def _activations(node: ir.Node) -> list[Act] | None:
+def _activations(node: oir.Node) -> list[Act] | None:
     """The node's f and g with their parameters (activation_alpha / activation_beta taken one entry per parameter,
     in order, as onnxruntime reads them), or None for activations ONNX has no op for (Affine, ScaledTanh)."""
     names = attr(node, "activations") or ["Sigmoid", "Tanh"]
@@ -85,7 +85,7 @@ def min_batch(hidden: int) -> int:
     return max(MIN_BATCH, -(-MIN_ROW_ELEMENTS // hidden))
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
+def _rewrite(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> bool:
     x = node.inputs[0]
     assert x is not None
     hidden = int(attr(node, "hidden_size"))  # type: ignore[arg-type]
@@ -105,7 +105,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
         then_b = Subgraph(em)
         then_outs = dict(_scan_form(em, node, then_b, mover))
         else_b = Subgraph(em)
-        gru = else_b.add(ir.Node("", "GRU", _branch_weights(node, else_b, em), list(node.attributes.values()),
+        gru = else_b.add(oir.Node("", "GRU", _branch_weights(node, else_b, em), list(node.attributes.values()),
                                  num_outputs=len(node.outputs), name=em.fresh("GRU")))
         else_outs = dict(zip(node.outputs, gru.outputs))
         if mover:
@@ -125,7 +125,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> bool:
     return True
 
 
-def _branch_weights(node: ir.Node, branch: Emitter, em: Emitter) -> list[ir.Value | None]:
+def _branch_weights(node: oir.Node, branch: Emitter, em: Emitter) -> list[oir.Value | None]:
     """The GRU's inputs for its branch, constant W and R through a Reshape to their own shape: onnxruntime folds that
     into an initializer of the branch (or of the empty-input If's branch inside it, empty_inputs.py), which the GRU
     reads at most one level up and so prepacks. Read from the main graph two If levels up, they were not prepacked:
@@ -138,7 +138,7 @@ def _branch_weights(node: ir.Node, branch: Emitter, em: Emitter) -> list[ir.Valu
     return inputs
 
 
-def _sequence_mover(y: ir.Value) -> list[ir.Node]:
+def _sequence_mover(y: oir.Value) -> list[oir.Node]:
     """The Squeeze of the direction axis and the Transpose to [B, T, H] that alone read the one-direction Y
     [T, 1, B, H] (rnn.py's form for a batch-first sequence), or []. Replayed on the Scan's [T, B, H] and in the GRU's
     branch, the Transpose writes the If's output: a branch output that is a view (the Unsqueeze putting the direction
@@ -160,14 +160,14 @@ def _sequence_mover(y: ir.Value) -> list[ir.Node]:
     return [squeeze, transpose]
 
 
-def _moved(out: Emitter, em: Emitter, y: ir.Value, *, squeezed: bool) -> ir.Value:
+def _moved(out: Emitter, em: Emitter, y: oir.Value, *, squeezed: bool) -> oir.Value:
     """`y` [T, B, H] (`squeezed`) or [T, 1, B, H] as [B, T, H]."""
     if not squeezed:
         y = out.op1("Squeeze", [y, em.i64([1])])
     return out.op1("Transpose", [y], {"perm": [1, 0, 2]})
 
 
-def _scan_form(em: Emitter, node: ir.Node, out: Emitter, mover: list[ir.Node]) -> list[tuple[ir.Value, ir.Value]]:
+def _scan_form(em: Emitter, node: oir.Node, out: Emitter, mover: list[oir.Node]) -> list[tuple[oir.Value, oir.Value]]:
     """The GRU `node` as a Scan, its nodes added to `out` (constants to the main graph through `em`): pairs (old
     output, new value); Y's `mover` (_sequence_mover) replayed on the Scan's output, its result standing for it."""
     x, w, r = node.inputs[0], node.inputs[1], node.inputs[2]
@@ -179,13 +179,13 @@ def _scan_form(em: Emitter, node: ir.Node, out: Emitter, mover: list[ir.Node]) -
     before_reset = bool(attr(node, "linear_before_reset", 0))
     reverse = attr(node, "direction", "forward") == "reverse"
 
-    def rows(v: ir.Value, start: int, end: int) -> ir.Value:
+    def rows(v: oir.Value, start: int, end: int) -> oir.Value:
         return out.op1("Slice", [v, em.i64([start * hidden]), em.i64([end * hidden]), em.i64([0])])
 
-    def transposed(v: ir.Value, start: int, end: int) -> ir.Value:
+    def transposed(v: oir.Value, start: int, end: int) -> oir.Value:
         return out.op1("Transpose", [rows(v, start, end)], {"perm": [1, 0]})
 
-    def below(v: ir.Value, row: ir.Value) -> ir.Value:
+    def below(v: oir.Value, row: oir.Value) -> oir.Value:
         return out.op1("Concat", [v, out.op1("Unsqueeze", [row, em.i64([0])])], {"axis": 0})
 
     w2, r2 = out.op1("Squeeze", [w, em.i64([0])]), out.op1("Squeeze", [r, em.i64([0])])
@@ -197,7 +197,7 @@ def _scan_form(em: Emitter, node: ir.Node, out: Emitter, mover: list[ir.Node]) -
         w_zr = below(w_zr, out.op1("Add", [rows(b2, 0, 2), rows(b2, 3, 5)]))
         w_h = below(w_h, wb_h if before_reset else out.op1("Add", [wb_h, rb_h]))
         column = out.op1("Concat", [out.op1("Shape", [x], {"start": 0, "end": 2}), em.i64([1])], {"axis": 0})
-        ones = out.op1("ConstantOfShape", [column], {"value": ir.tensor(np.ones(1, np.float32))})
+        ones = out.op1("ConstantOfShape", [column], {"value": oir.tensor(np.ones(1, np.float32))})
         x_w = out.op1("Concat", [x, ones], {"axis": 2})
     x_zr, x_h = out.op1("MatMul", [x_w, w_zr]), out.op1("MatMul", [x_w, w_h])  # [T, B, 2H], [T, B, H]
     if h0 is not None:
@@ -205,13 +205,13 @@ def _scan_form(em: Emitter, node: ir.Node, out: Emitter, mover: list[ir.Node]) -
     else:  # zeros [B, H]
         batch = out.op1("Shape", [x], {"start": 1, "end": 2})
         h = out.op1("ConstantOfShape", [out.op1("Concat", [batch, em.i64([hidden])], {"axis": 0})],
-                    {"value": ir.tensor(np.zeros(1, np.float32))})
+                    {"value": oir.tensor(np.zeros(1, np.float32))})
     rt_zr, rt_h = transposed(r2, 0, 2), transposed(r2, 2, 3)
 
     body = Subgraph(em)
-    h_in, xzr_in, xh_in = (body.value(n, ir.DataType.FLOAT) for n in ("h", "x_zr", "x_h"))
+    h_in, xzr_in, xh_in = (body.value(n, oir.DataType.FLOAT) for n in ("h", "x_zr", "x_h"))
 
-    def activate(v: ir.Value, op: str, params: tuple[float, ...]) -> ir.Value:
+    def activate(v: oir.Value, op: str, params: tuple[float, ...]) -> oir.Value:
         if clip is not None:
             v = body.op1("Clip", [v, em.const(np.array(-clip, np.float32), "clip_min"),  # type: ignore[operator]
                                   em.const(np.array(clip, np.float32), "clip_max")])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.affine import Index, Lin, shape_op
 from ir2onnx.passes.analysis.graph import NoMatch, attr, producer, through
@@ -18,13 +18,13 @@ from ir2onnx.passes.recurrent.views import Buffer, LoopView, State, StepOutput
 from ir2onnx.passes.rewrite import Emitter
 
 
-def _body(node: ir.Node) -> ir.Graph:
+def _body(node: oir.Node) -> oir.Graph:
     g = attr(node, "body")
-    if not isinstance(g, ir.Graph):
+    if not isinstance(g, oir.Graph):
         raise NoMatch("no body graph")
     return g
 
-def analyse_scan(node: ir.Node) -> LoopView:
+def analyse_scan(node: oir.Node) -> LoopView:
     body = _body(node)
     n_scan = int(attr(node, "num_scan_inputs", 0))  # type: ignore[arg-type]
     n_state = len(node.inputs) - n_scan
@@ -45,7 +45,7 @@ def analyse_scan(node: ir.Node) -> LoopView:
     if axis and rank is None:
         raise NoMatch("scan input of unknown rank")
 
-    def stack_x(em: Emitter) -> ir.Value:
+    def stack_x(em: Emitter) -> oir.Value:
         return em.to0(seq, axis, rank or 1)
 
     view = LoopView(node, body.inputs[n_state], stack_x, bool(in_dirs[0]))  # type: ignore[index]
@@ -80,7 +80,7 @@ _COMPARE = {"GreaterOrEqual": ("past", 0), "Greater": ("past", 1), "Equal": ("la
 
 _MIRRORED = {"LessOrEqual": "GreaterOrEqual", "Less": "Greater", "Equal": "Equal"}
 
-def row_lengths(cond: ir.Value | None, view: LoopView) -> tuple[str, ir.Value] | None:
+def row_lengths(cond: oir.Value | None, view: LoopView) -> tuple[str, oir.Value] | None:
     """(what, lens) when `cond` compares the step k of a forward loop with per-row lengths `lens` ([batch] integers,
     outer), one condition per batch row: "past" for k >= lens (TensorFlow 1's dynamic_rnn: the iteration number
     `>= lens`; OpenVINO's sequence-as-TensorIterator form: a counter from 1 `> lens`), "last" for k == lens - 1 (that
@@ -88,7 +88,7 @@ def row_lengths(cond: ir.Value | None, view: LoopView) -> tuple[str, ir.Value] |
     a [batch, ...] value's other axes (Expand to its shape); else None."""
     if view.index is None or view.reverse or cond is None:
         return None
-    chain: list[ir.Node] = []
+    chain: list[oir.Node] = []
     v = cond
     while (n := producer(v, "Reshape", "Squeeze", "Unsqueeze")) is not None:
         chain.append(n)
@@ -126,11 +126,11 @@ def row_lengths(cond: ir.Value | None, view: LoopView) -> tuple[str, ir.Value] |
         return None
     return None
 
-def _row_vector(v: ir.Value | None, body: ir.Graph) -> tuple[ir.Value, list[object]] | None:
+def _row_vector(v: oir.Value | None, body: oir.Graph) -> tuple[oir.Value, list[object]] | None:
     """(lens, the dims of v) when v is an outer vector `lens` ([batch] integers) made [batch, 1, ..] by reshapes of
     unit axes, cast to another integer type, or broadcast (Expand) to the shape of a [batch, ...] value: its dims
     "B" (the batch rows), 1, or "*" (broadcast along that axis)."""
-    glue: list[ir.Node] = []
+    glue: list[oir.Node] = []
     # through the body's glue, and outer glue hoisted from it, to the first outer vector
     while (n := producer(v, "Reshape", "Squeeze", "Unsqueeze", "Cast", "Expand")) is not None \
             and (v.graph is body or (rank_of(v) != 1 and n.op_type != "Expand")):  # type: ignore[union-attr]
@@ -142,7 +142,7 @@ def _row_vector(v: ir.Value | None, body: ir.Graph) -> tuple[ir.Value, list[obje
     dims: list[object] | None = ["B"]
     for n in reversed(glue):
         if n.op_type == "Cast":
-            if not ir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
+            if not oir.DataType(attr(n, "to")).is_integer():  # type: ignore[arg-type]
                 return None
             continue
         if n.op_type == "Expand":
@@ -155,7 +155,7 @@ def _row_vector(v: ir.Value | None, body: ir.Graph) -> tuple[ir.Value, list[obje
             return None
     return lens, dims
 
-def _expanded(n: ir.Node, dims: list[object], lens: ir.Value) -> list[object] | None:
+def _expanded(n: oir.Node, dims: list[object], lens: oir.Value) -> list[object] | None:
     """The dims after an Expand of [batch, 1, ..] rows to the shape of a [batch, ...] value (run-time shapes) or to
     a constant shape of the same rank (static shapes); None when it would move the batch rows."""
     if dims[0] != "B" or any(d not in (1, "*") for d in dims[1:]):
@@ -172,7 +172,7 @@ def _expanded(n: ir.Node, dims: list[object], lens: ir.Value) -> list[object] | 
         return None
     return ["B"] + ["*"] * (len(dims) - 1)
 
-def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...]) -> list[object] | None:
+def _unit_reshape(n: oir.Node, dims: list[object], rows_of: tuple[oir.Value, ...]) -> list[object] | None:
     """The dims after `n` (Squeeze/Unsqueeze of unit axes, or a Reshape to [1, .., the length of a `rows_of` vector,
     .., 1]); None when it would move the batch rows."""
     if n.op_type in ("Squeeze", "Unsqueeze"):
@@ -204,7 +204,7 @@ def _unit_reshape(n: ir.Node, dims: list[object], rows_of: tuple[ir.Value, ...])
     target = ["B" if t == rows and isinstance(t, int) and t != 1 else t for t in target]
     return target if target.count("B") == 1 and all(t in (1, "B") for t in target) else None
 
-def _counter(state: State, body: ir.Graph) -> int | None:
+def _counter(state: State, body: oir.Graph) -> int | None:
     """Start value of a carried integer that grows by one per step, else None."""
     start = int_scalar(state.init)
     add = producer(state.body_out, "Add")
@@ -217,7 +217,7 @@ def _counter(state: State, body: ir.Graph) -> int | None:
 
 _INF = None
 
-def _bound(cond: ir.Value, body: ir.Graph, index: Index, cond_in: ir.Value) -> Lin | None:
+def _bound(cond: oir.Value, body: oir.Graph, index: Index, cond_in: oir.Value) -> Lin | None:
     """Steps after which the condition turns false (None: it never does)."""
     if cond is cond_in:
         return _INF
@@ -254,7 +254,7 @@ def _min(a: Lin | None, b: Lin | None) -> Lin | None:
         return a if a.const <= b.const else b
     raise NoMatch("cannot order the loop's two limits")
 
-def _sequence_read(x: ir.Value, index: Index) -> tuple[ir.Value, int, bool, bool]:
+def _sequence_read(x: oir.Value, index: Index) -> tuple[oir.Value, int, bool, bool]:
     """x = step k of an outer tensor: (tensor, axis, reverse, keeps the axis as size 1)."""
     n = producer(x, "Gather", "Slice")
     if n is None:
@@ -300,7 +300,7 @@ class LoopIterations:
     index: Index
     bound: Lin | None
     guards: list[Lin]  # the loop starts only if each is > 0 (a computed initial condition: counter < limit terms)
-    capped_by: ir.Value | None = None  # the loop may stop once the longest of these lengths is reached
+    capped_by: oir.Value | None = None  # the loop may stop once the longest of these lengths is reached
 
 def starts_when_nonempty(guard: Lin, length: Lin) -> bool:
     """Whether `guard` > 0 whenever the sequence `length` is at least 1 (the loop's computed initial condition then
@@ -312,7 +312,7 @@ def starts_when_nonempty(guard: Lin, length: Lin) -> bool:
     return guard.dim == 1 and length.dim == 1 and length.k == 0 and guard.dim_of == length.dim_of \
         and guard.const >= 0
 
-def loop_iterations(node: ir.Node) -> LoopIterations:
+def loop_iterations(node: oir.Node) -> LoopIterations:
     """The number of iterations a Loop runs, from its trip count and a `counter < limit` condition (NoMatch when
     neither bounds it provably)."""
     body = _body(node)
@@ -342,7 +342,7 @@ def loop_iterations(node: ir.Node) -> LoopIterations:
         bound = _min(bound, m)
     return LoopIterations(states, index, bound, guards, index.capped_by)
 
-def _guards(cond: ir.Value, index: Index) -> list[Lin]:
+def _guards(cond: oir.Value, index: Index) -> list[Lin]:
     """A computed initial condition as terms that must all be > 0: a conjunction of `a < b` over loop-invariant
     integers (TensorFlow's `0 < steps and 0 < maximum_iterations` of a run-time length), each as b - a."""
     n = producer(cond)
@@ -360,7 +360,7 @@ def _guards(cond: ir.Value, index: Index) -> list[Lin]:
         return [d]
     raise NoMatch(f"the initial condition is computed by {n.op_type}")
 
-def analyse_loop(node: ir.Node) -> LoopView:
+def analyse_loop(node: oir.Node) -> LoopView:
     body = _body(node)
     it = loop_iterations(node)
     states, index, bound, counters = it.states, it.index, it.bound, it.index.counters
@@ -386,7 +386,7 @@ def analyse_loop(node: ir.Node) -> LoopView:
         raise NoMatch("the initial condition may stop a non-empty sequence")
     rank = len(src_shape)
 
-    def stack_x(em: Emitter) -> ir.Value:
+    def stack_x(em: Emitter) -> oir.Value:
         s = em.to0(src, axis, rank)
         return em.unsqueeze(s, [axis + 1]) if keeps else s
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, MutableSet
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import LOOP_OPS, NoMatch, all_nodes, attr, is_default_domain, producer
 from ir2onnx.passes.analysis.values import const_array, shape_of, view_root
@@ -46,8 +46,8 @@ _INT64_MAX = 2**63 - 1
 _KEPT = "prefix_mask.kept"  # a loop already given its fused alternative (in-memory only)
 
 
-class PrefixMaskPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class PrefixMaskPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for node in list(all_nodes(model.graph)):
@@ -58,10 +58,10 @@ class PrefixMaskPass(ir.passes.InPlacePass):
                     modified = True
                 except NoMatch as e:
                     logger.debug("masked loop %s stays: %s", node.name, e)
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
+def _step_mask(body: oir.Graph) -> tuple[oir.Value, oir.Value, list[oir.Node]]:
     """(the outer mask sequence M, the step index t, the Where nodes) when the body's Wheres select by M[t] between a
     new value and a carried one (Where(M[t], new, previous)) or zeros (a per-step output zero at masked steps: Keras'
     zero_output_for_mask, as in Bidirectional), and M[t] is read by nothing else."""
@@ -82,7 +82,7 @@ def _step_mask(body: ir.Graph) -> tuple[ir.Value, ir.Value, list[ir.Node]]:
     raise NoMatch("no step mask")
 
 
-def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
+def _rewrite(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
     before = set(root.initializers)
     em = Emitter(node, root, names)
     try:
@@ -95,7 +95,7 @@ def _rewrite(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
         raise
 
 
-def _unread(nodes: Iterable[ir.Node]) -> None:
+def _unread(nodes: Iterable[oir.Node]) -> None:
     """Nodes given up stop reading their inputs (their reads would keep those values, initializers included,
     alive: onnxruntime removed such initializers with a warning at every session)."""
     for n in nodes:
@@ -103,12 +103,12 @@ def _unread(nodes: Iterable[ir.Node]) -> None:
             n.replace_input_with(i, None)
 
 
-def _rewrite_or_raise(node: ir.Node, em: Emitter) -> None:
+def _rewrite_or_raise(node: oir.Node, em: Emitter) -> None:
     mask_seq, _, _ = _step_mask(node.attributes["body"].value)
     dims = shape_of(mask_seq)
     if dims is None or len(dims) not in (2, 3) or (len(dims) == 3 and dims[2] != 1):
         raise NoMatch("the mask is not [steps, batch(, 1)]")
-    rows = em.op1("Cast", [mask_seq], {"to": ir.DataType.INT64})
+    rows = em.op1("Cast", [mask_seq], {"to": oir.DataType.INT64})
     if len(dims) == 3:
         rows = em.squeeze(rows, [2])  # [T, B]
     lens = em.op1("ReduceSum", [rows, em.i64([0])], {"keepdims": 0})  # [B]
@@ -117,14 +117,14 @@ def _rewrite_or_raise(node: ir.Node, em: Emitter) -> None:
     steps = em.op1("Shape", [rows], {"start": 0, "end": 1})  # no step: the loop's own results (initial buffers)
     some = em.op1("Greater", [steps, em.i64([0])])
 
-    def never(a: ir.Value, b: ir.Value) -> ir.Value:  # a > b nowhere, and a step to run
-        count = em.op1("ReduceSum", [em.op1("Cast", [em.op1("Greater", [a, b])], {"to": ir.DataType.INT64})],
+    def never(a: oir.Value, b: oir.Value) -> oir.Value:  # a > b nowhere, and a step to run
+        count = em.op1("ReduceSum", [em.op1("Cast", [em.op1("Greater", [a, b])], {"to": oir.DataType.INT64})],
                        {"keepdims": 0})
         return em.op1("And", [em.op1("Equal", [count, em.i64([0])]), some])
 
     used = [o for o in node.outputs if o.uses() or o.is_graph_output()]
     prefix_graph = _fused_branch(node, em, lens, used, False, "prefix_masks")
-    loop_graph = ir.Graph([], [], nodes=[], name=em.fresh("any_masks"))
+    loop_graph = oir.Graph([], [], nodes=[], name=em.fresh("any_masks"))
     otherwise = loop_graph
     try:  # padding at the front: the rows shifted to start at step 0, when only last values are read
         suffix_graph = _fused_branch(node, em, lens, used, True, "suffix_masks")
@@ -149,7 +149,7 @@ def _rewrite_or_raise(node: ir.Node, em: Emitter) -> None:
     loop_graph.outputs.extend(used)
 
 
-def _record_lengths(node: ir.Node, used: list[ir.Value], results: Iterable[ir.Value]) -> None:
+def _record_lengths(node: oir.Node, used: list[oir.Value], results: Iterable[oir.Value]) -> None:
     """The If's per-step outputs have the loop's length on axis 0: recorded where it is a dim of another value, so
     that a masked layer reading them (its loop bounded by that dim) is seen to run once per step too."""
     try:
@@ -167,13 +167,13 @@ def _record_lengths(node: ir.Node, used: list[ir.Value], results: Iterable[ir.Va
             new.meta[DIM_ROOTS] = {0: dim_root(bound.dim_of)}
 
 
-def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Value], shifted: bool,
-                  hint: str) -> ir.Graph:
+def _fused_branch(node: oir.Node, em: Emitter, lens: oir.Value, used: list[oir.Value], shifted: bool,
+                  hint: str) -> oir.Graph:
     """A graph computing the loop's `used` outputs with one fused node, for masks that are prefixes, or suffixes
     (`shifted`: each row's sequences rolled to start with its first kept step); raises NoMatch when the rewritten
     copy does not fuse completely."""
     copy = _copy(node)
-    graph = ir.Graph([], [], nodes=[copy], name=em.fresh(hint))
+    graph = oir.Graph([], [], nodes=[copy], name=em.fresh(hint))
     try:
         _fuse_copy(copy, graph, em, lens, used, shifted)
     except NoMatch:
@@ -183,15 +183,15 @@ def _fused_branch(node: ir.Node, em: Emitter, lens: ir.Value, used: list[ir.Valu
     return graph
 
 
-def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used: list[ir.Value],
+def _fuse_copy(copy: oir.Node, graph: oir.Graph, em: Emitter, lens: oir.Value, used: list[oir.Value],
                shifted: bool) -> None:
     """`graph` (holding `copy`) returning the `used` outputs through `copy` rewritten to the sequence_length form and
     fused."""
     body = copy.attributes["body"].value
     _, step, wheres = _step_mask(body)
-    step_type = step.type.dtype if isinstance(step.type, ir.TensorType) else ir.DataType.INT64
-    lens_t = lens if step_type == ir.DataType.INT64 else em.op1("Cast", [lens], {"to": step_type})
-    lens_t.type, lens_t.shape = ir.TensorType(step_type), ir.Shape([None])  # [batch]: what the fusion checks
+    step_type = step.type.dtype if isinstance(step.type, oir.TensorType) else oir.DataType.INT64
+    lens_t = lens if step_type == oir.DataType.INT64 else em.op1("Cast", [lens], {"to": step_type})
+    lens_t.type, lens_t.shape = oir.TensorType(step_type), oir.Shape([None])  # [batch]: what the fusion checks
     sub = Subgraph(em)
     masked = sub.unsqueeze(sub.op1("GreaterOrEqual", [step, lens_t]), [1])  # [B, 1]: true from the row's length on
     body.insert_before(wheres[0], sub.nodes)
@@ -228,31 +228,31 @@ def _fuse_copy(copy: ir.Node, graph: ir.Graph, em: Emitter, lens: ir.Value, used
     own_weights(graph)
 
 
-def _skip_round_trip(lens: ir.Value, lens_t: ir.Value) -> None:
+def _skip_round_trip(lens: oir.Value, lens_t: oir.Value) -> None:
     """The fusion's Cast(lens_t, int64) of lens_t = Cast(lens, int32) read as lens itself: row sums fit any integer
     type. (onnxruntime removes the round trip on its own but warns, at every session, that it cannot rename the
     value inside the If branches.)"""
     for use in list(lens_t.uses()):
         cast = use.node
-        if cast.op_type == "Cast" and attr(cast, "to") == ir.DataType.INT64 and \
+        if cast.op_type == "Cast" and attr(cast, "to") == oir.DataType.INT64 and \
                 not cast.outputs[0].is_graph_output():
             cast.outputs[0].replace_all_uses_with(lens)
             assert cast.graph is not None
             cast.graph.remove(cast, safe=True)
 
 
-def _copy(loop: ir.Node) -> ir.Node:
+def _copy(loop: oir.Node) -> oir.Node:
     """A new Loop node over the same inputs with a copy of the body (outer values still read from outside)."""
-    attrs = [ir.AttrGraph("body", a.value.clone(allow_outer_scope_values=True)) if a.name == "body" else a
+    attrs = [oir.AttrGraph("body", a.value.clone(allow_outer_scope_values=True)) if a.name == "body" else a
              for a in loop.attributes.values()]
-    copy = ir.Node(loop.domain, loop.op_type, list(loop.inputs), attrs, num_outputs=len(loop.outputs),
+    copy = oir.Node(loop.domain, loop.op_type, list(loop.inputs), attrs, num_outputs=len(loop.outputs),
                    name=loop.name)
     for old, new in zip(loop.outputs, copy.outputs):
         new.name, new.type, new.shape = f"{old.name}/copy", old.type, old.shape
     return copy
 
 
-def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, step: ir.Value, lens: ir.Value) -> None:
+def _roll_reads(em: Emitter, graph: oir.Graph, loop: oir.Node, body: oir.Graph, step: oir.Value, lens: oir.Value) -> None:
     """The body's per-step reads Gather(seq, step) of outer [T, B, ...] sequences read, in `graph` before the loop,
     seq rolled per row by its padding: row b's step t is seq[(t + T - lens[b]) mod T, b] (its kept steps first)."""
     reads = [n for n in body if n.op_type == "Gather" and n.inputs[1] is step and n.inputs[0] is not None
@@ -268,7 +268,7 @@ def _roll_reads(em: Emitter, graph: ir.Graph, loop: ir.Node, body: ir.Graph, ste
     graph.insert_before(loop, sub.nodes)
 
 
-def _unit_row(row: ir.Value) -> bool:
+def _unit_row(row: oir.Value) -> bool:
     """Whether a per-step row is [1, B, ...] (Keras 2's Unsqueeze of the masked output: stacked to [T, 1, B, ...])
     rather than [B, ...]; NoMatch for other glue between the row and the masked value."""
     _, chain = view_root(row)
@@ -281,7 +281,7 @@ def _unit_row(row: ir.Value) -> bool:
     return True
 
 
-def _roll_back(em: Emitter, graph: ir.Graph, positions: list[tuple[int, bool]], lens: ir.Value) -> None:
+def _roll_back(em: Emitter, graph: oir.Graph, positions: list[tuple[int, bool]], lens: oir.Value) -> None:
     """The fused node's per-step outputs over the rolled rows, rolled back: row b's step t is out[(t + lens[b]) mod T,
     b], zero where t < T - lens[b] (the node's output past a row's length), as the loop's output is at masked steps."""
     sub = Subgraph(em)
@@ -294,7 +294,7 @@ def _roll_back(em: Emitter, graph: ir.Graph, positions: list[tuple[int, bool]], 
     graph.extend(sub.nodes)
 
 
-def _rolled(sub: Subgraph, seq: ir.Value, lens: ir.Value, back: bool) -> ir.Value:
+def _rolled(sub: Subgraph, seq: oir.Value, lens: oir.Value, back: bool) -> oir.Value:
     """seq [T, B, ...] with each row's steps rotated: by T - lens[b] to put its kept steps first, or `back`."""
     total = sub.op1("Shape", [seq], {"start": 0, "end": 1})  # [1]
     t = sub.unsqueeze(sub.arange(sub.squeeze(total, [0])), [1])  # [T, 1]

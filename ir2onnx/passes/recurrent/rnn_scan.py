@@ -3,7 +3,7 @@
 onnxruntime's CPU RNN kernel is slow: at input 512, hidden 256, 100 steps it takes 6.9 ms at batch 16 and 0.69 ms
 at batch 1, where the same recurrence written as one MatMul over the whole sequence (X @ W^T + Wb + Rb) and a Scan
 whose body is MatMul(h, R^T) + x_t -> activation takes 2.5 ms and 0.52 ms (OpenVINO: 3.4 ms at batch 16; see
-scripts/bench_recurrent.py). A one-step RNN (the RNNCell of a loop body that was not fused) becomes the three ops
+scripts/bench/bench_recurrent.py). A one-step RNN (the RNNCell of a loop body that was not fused) becomes the three ops
 without a Scan; the loop passes then move its input projection out of the loop like any other.
 
 A bidirectional RNN becomes one such Scan per direction (the reverse one with reversed scan directions), their
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import MutableSet
 
 import numpy as np
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
 from ir2onnx.passes.analysis.values import const_array, shape_of, value_dtype
@@ -32,18 +32,18 @@ _ACTIVATIONS = {"tanh": "Tanh", "relu": "Relu", "sigmoid": "Sigmoid", "softsign"
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}  # direction -> its number of directions
 
 
-class RNNAsScanPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class RNNAsScanPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for node in list(all_nodes(model.graph)):
             if node.op_type == "RNN" and is_default_domain(node) and _supported(node):
                 _lower(node, model.graph, names)
                 modified = True
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
-def _supported(node: ir.Node) -> bool:
+def _supported(node: oir.Node) -> bool:
     acts = attr(node, "activations")
     if attr(node, "layout", 0) != 0 or attr(node, "direction", "forward") not in _DIRECTIONS:
         return False
@@ -53,10 +53,10 @@ def _supported(node: ir.Node) -> bool:
                              or len(acts) != _DIRECTIONS[str(attr(node, "direction", "forward"))]  # type: ignore[arg-type]
                              or str(acts[0]).lower() not in _ACTIVATIONS):  # type: ignore[index]
         return False
-    return None not in node.inputs[:3] and value_dtype(node) in (ir.DataType.FLOAT, ir.DataType.DOUBLE)
+    return None not in node.inputs[:3] and value_dtype(node) in (oir.DataType.FLOAT, oir.DataType.DOUBLE)
 
 
-def _transposed(em: Emitter, w: ir.Value, d: int, dirs: int) -> ir.Value:
+def _transposed(em: Emitter, w: oir.Value, d: int, dirs: int) -> oir.Value:
     """w[d] transposed ([H, K] -> [K, H]) of w with `dirs` directions: a constant when w is one."""
     c = const_array(w)
     if c is not None:
@@ -64,12 +64,12 @@ def _transposed(em: Emitter, w: ir.Value, d: int, dirs: int) -> ir.Value:
     return em.op1("Transpose", [em.squeeze(_direction(em, w, d, dirs), [0])], {"perm": [1, 0]})
 
 
-def _direction(em: Emitter, v: ir.Value, d: int, dirs: int) -> ir.Value:
+def _direction(em: Emitter, v: oir.Value, d: int, dirs: int) -> oir.Value:
     """v[d:d + 1] of a value whose axis 0 holds `dirs` directions (v itself when it holds one)."""
     return v if dirs == 1 else em.op1("Slice", [v, em.i64([d]), em.i64([d + 1]), em.i64([0])])
 
 
-def _lower(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
+def _lower(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
     em = Emitter(node, root, names)
     x, w, r = node.inputs[0], node.inputs[1], node.inputs[2]
     b, h0 = input_at(node, 3), input_at(node, 5)
@@ -82,14 +82,14 @@ def _lower(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
     dtype = value_dtype(node)
     assert dtype is not None
     bc = const_array(b) if b is not None else None
-    zeros: ir.Value | None = None
+    zeros: oir.Value | None = None
     if h0 is None:  # zeros [B, H]
         batch = em.op1("Shape", [x], {"start": 1, "end": 2})
         zeros = em.op1("ConstantOfShape", [em.op1("Concat", [batch, em.i64([hidden])], {"axis": 0})],
-                       {"value": ir.tensor(np.zeros(1, dtype.numpy()))})
+                       {"value": oir.tensor(np.zeros(1, dtype.numpy()))})
     steps = shape_of(x)
-    seqs: list[ir.Value] = []
-    lasts: list[ir.Value] = []
+    seqs: list[oir.Value] = []
+    lasts: list[oir.Value] = []
     for d in range(dirs):
         xp = em.op1("MatMul", [x, _transposed(em, w, d, dirs)])  # [T, B, H]
         if b is not None:
@@ -101,7 +101,7 @@ def _lower(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
         assert h is not None
         rt = _transposed(em, r, d, dirs)
 
-        def step(out: Emitter, h: ir.Value, xt: ir.Value, rt: ir.Value = rt) -> ir.Value:
+        def step(out: Emitter, h: oir.Value, xt: oir.Value, rt: oir.Value = rt) -> oir.Value:
             a = out.op1("Add", [out.op1("MatMul", [h, rt]), xt])
             if clip is not None:
                 a = out.op1("Clip", [a, em.const(np.array(-clip, dtype.numpy()), "clip_min"),  # type: ignore[operator]
@@ -122,8 +122,8 @@ def _lower(node: ir.Node, root: ir.Graph, names: MutableSet[str]) -> None:
                 attrs.update(scan_input_directions=[1], scan_output_directions=[1])
             h_last, seq = em.op("Scan", [h, xp], attrs, outputs=2)
             if steps is not None and None not in steps[:2]:  # declared, so that later passes see static shapes
-                h_last.shape, seq.shape = ir.Shape([steps[1], hidden]), ir.Shape([steps[0], steps[1], hidden])
-                h_last.type = seq.type = ir.TensorType(dtype)
+                h_last.shape, seq.shape = oir.Shape([steps[1], hidden]), oir.Shape([steps[0], steps[1], hidden])
+                h_last.type = seq.type = oir.TensorType(dtype)
         seqs.append(em.unsqueeze(seq, [1]))
         lasts.append(em.unsqueeze(h_last, [0]))
     y, y_h = node.outputs[0], node.outputs[1] if len(node.outputs) > 1 else None

@@ -6,7 +6,7 @@ whole, but each layer has: layer 2 at step t needs only layer 1's output at step
 cut in two (loop fission): the first Scan runs the first cell with the states it depends on and also returns, stacked
 per step, every value of its part that the rest of the body reads; the second Scan reads those stacked values as scan
 inputs and runs the rest. Every step computes the same values in the same order, so the results are identical; the
-fusion then makes each Scan one LSTM/GRU/RNN node. Measured (scripts/bench_recurrent.py, "TI 2 stacked LSTMCells",
+fusion then makes each Scan one LSTM/GRU/RNN node. Measured (scripts/bench/bench_recurrent.py, "TI 2 stacked LSTMCells",
 input 512, hidden 256, 100 steps): one Scan runs at 0.96x / 1.08x OpenVINO's time at batch 1 / 16, the two fused
 LSTMs at 0.33x / 0.91x.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import MutableSet
 from dataclasses import dataclass
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import is_default_domain, loops_innermost_first, scan_ints, subgraphs
 from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, replace_node
@@ -31,39 +31,39 @@ _CELLS = ("LSTM", "GRU", "RNN")
 _GLUE = ("Identity", "Reshape", "Squeeze", "Unsqueeze")
 
 
-class SplitStackedCellsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
+class SplitStackedCellsPass(oir.passes.InPlacePass):
+    def call(self, model: oir.Model) -> oir.passes.PassResult:
         names = all_names(model.graph)
         modified = False
         for node, _, outer in list(loops_innermost_first(model.graph)):
-            rest: ir.Node | None = node
+            rest: oir.Node | None = node
             while rest is not None and rest.op_type == "Scan":
                 rest = _split(rest, outer, names)
                 modified = modified or rest is not None
-        return ir.passes.PassResult(model, modified=modified)
+        return oir.passes.PassResult(model, modified=modified)
 
 
 @dataclass
 class _Cut:
     first: set[int]  # the states of the first Scan (indices into the body's state inputs/outputs)
     rest: set[int]
-    part: dict[ir.Node, str]  # "first", "rest", or "free" (reads no state)
-    reads: dict[ir.Value, frozenset[int]]  # the state inputs each body value reads within one iteration
+    part: dict[oir.Node, str]  # "first", "rest", or "free" (reads no state)
+    reads: dict[oir.Value, frozenset[int]]  # the state inputs each body value reads within one iteration
 
 
-def _cut(body: ir.Graph, n_state: int) -> _Cut | None:
+def _cut(body: oir.Graph, n_state: int) -> _Cut | None:
     """Where to cut the body: after the first cell that can run over the whole sequence before the others."""
     nodes = list(body)
     cells = [n for n in nodes if n.op_type in _CELLS and is_default_domain(n)]
     if len(cells) < 2 or len(body.initializers) or any(any(True for _ in subgraphs(n)) for n in nodes):
         return None
-    reads: dict[ir.Value, frozenset[int]] = {v: frozenset({i}) for i, v in enumerate(body.inputs[:n_state])}
+    reads: dict[oir.Value, frozenset[int]] = {v: frozenset({i}) for i, v in enumerate(body.inputs[:n_state])}
     reads.update((v, frozenset()) for v in body.inputs[n_state:])
-    after: dict[ir.Value, frozenset[ir.Node]] = {}  # the cells each value follows from
-    node_reads: dict[ir.Node, frozenset[int]] = {}
+    after: dict[oir.Value, frozenset[oir.Node]] = {}  # the cells each value follows from
+    node_reads: dict[oir.Node, frozenset[int]] = {}
     for n in nodes:
         got: set[int] = set()
-        cells_before: set[ir.Node] = {n} if n in cells else set()
+        cells_before: set[oir.Node] = {n} if n in cells else set()
         for v in n.inputs:
             if v is None:
                 continue
@@ -88,7 +88,7 @@ def _cut(body: ir.Graph, n_state: int) -> _Cut | None:
     return None
 
 
-def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | None:
+def _split(scan: oir.Node, outer: oir.Graph, names: MutableSet[str]) -> oir.Node | None:
     """Cut `scan` after its first cell; returns the Scan of the rest, or None when it is left as it is."""
     body = scan.attributes["body"].as_graph()
     n_scan = scan.attributes["num_scan_inputs"].as_int()
@@ -114,7 +114,7 @@ def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | 
     # nodes that read no state go where they are needed (both parts: the rest gets a copy)
     needed_rest = {v for n in nodes if part[n] == "rest" for v in n.inputs if v is not None}
     needed_rest.update(body.outputs[i] for i in [*sorted(rest), *outs_rest])
-    free_rest: set[ir.Node] = set()
+    free_rest: set[oir.Node] = set()
     for n in reversed(nodes):
         if part[n] == "free" and any(o in needed_rest for o in n.outputs):
             free_rest.add(n)
@@ -132,15 +132,15 @@ def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | 
         return None
 
     # the rest's body: its states, the scan inputs it reads, the exported values
-    remap: dict[ir.Value, ir.Value] = {}
+    remap: dict[oir.Value, oir.Value] = {}
     for v in [*(scan_in[i] for i in used_scan_rest), *exported]:
-        remap[v] = ir.Value(name=fresh_name(names, f"{v.name or 'v'}/rest"), type=v.type, shape=v.shape)
-    rest_nodes: list[ir.Node] = []
+        remap[v] = oir.Value(name=fresh_name(names, f"{v.name or 'v'}/rest"), type=v.type, shape=v.shape)
+    rest_nodes: list[oir.Node] = []
     for n in nodes:
         if n in free_both:
-            copy_outs = [ir.Value(name=fresh_name(names, f"{o.name or 'v'}/rest"), type=o.type, shape=o.shape)
+            copy_outs = [oir.Value(name=fresh_name(names, f"{o.name or 'v'}/rest"), type=o.type, shape=o.shape)
                          for o in n.outputs]
-            copy = ir.Node(n.domain, n.op_type, [remap.get(v, v) if v is not None else None for v in n.inputs],
+            copy = oir.Node(n.domain, n.op_type, [remap.get(v, v) if v is not None else None for v in n.inputs],
                            list(n.attributes.values()), outputs=copy_outs, name=fresh_name(names, f"{n.name}/rest"),
                            version=n.version)
             remap.update(zip(n.outputs, copy_outs))
@@ -164,33 +164,33 @@ def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | 
     old = list(scan.outputs)
     n_outs = len(old) - n_state
     out_axes, out_dirs = scan_ints(scan, "scan_output_axes", n_outs), scan_ints(scan, "scan_output_directions", n_outs)
-    stacked = [ir.Value(name=fresh_name(names, f"{hint}/{v.name or 'v'}/stacked"), type=v.type) for v in exported]
+    stacked = [oir.Value(name=fresh_name(names, f"{hint}/{v.name or 'v'}/stacked"), type=v.type) for v in exported]
 
-    def make(label: str, graph: ir.Graph, outputs: list[ir.Value], states: list[int], scans: list[int],
-             extra_in: list[ir.Value], outs: list[int], extra_out: list[ir.Value]) -> ir.Node:
+    def make(label: str, graph: oir.Graph, outputs: list[oir.Value], states: list[int], scans: list[int],
+             extra_in: list[oir.Value], outs: list[int], extra_out: list[oir.Value]) -> oir.Node:
         """A Scan over `graph`: the old Scan's `states` and scan inputs `scans`, then `extra_in` scanned on axis 0;
         its outputs `outs`, then `extra_out` stacked on axis 0."""
         for v in outputs:
             graph.outputs.append(distinct_output(v, graph, names, hint, scan))
         zeros_in, zeros_out = [0] * len(extra_in), [0] * len(extra_out)
-        new = [ir.Value(name=fresh_name(names, f"{hint}/{label}_{i}")) for i in range(len(states) + len(outs))]
-        node = ir.Node("", "Scan", [*(scan.inputs[j] for j in states), *(scan.inputs[n_state + i] for i in scans),
+        new = [oir.Value(name=fresh_name(names, f"{hint}/{label}_{i}")) for i in range(len(states) + len(outs))]
+        node = oir.Node("", "Scan", [*(scan.inputs[j] for j in states), *(scan.inputs[n_state + i] for i in scans),
                                     *extra_in], [
-            ir.AttrGraph("body", graph),
-            ir.AttrInt64("num_scan_inputs", len(scans) + len(extra_in)),
-            ir.AttrInt64s("scan_input_axes", [*(in_axes[i] for i in scans), *zeros_in]),
-            ir.AttrInt64s("scan_input_directions", [*(in_dirs[i] for i in scans), *zeros_in]),
-            ir.AttrInt64s("scan_output_axes", [*(out_axes[k - n_state] for k in outs), *zeros_out]),
-            ir.AttrInt64s("scan_output_directions", [*(out_dirs[k - n_state] for k in outs), *zeros_out]),
+            oir.AttrGraph("body", graph),
+            oir.AttrInt64("num_scan_inputs", len(scans) + len(extra_in)),
+            oir.AttrInt64s("scan_input_axes", [*(in_axes[i] for i in scans), *zeros_in]),
+            oir.AttrInt64s("scan_input_directions", [*(in_dirs[i] for i in scans), *zeros_in]),
+            oir.AttrInt64s("scan_output_axes", [*(out_axes[k - n_state] for k in outs), *zeros_out]),
+            oir.AttrInt64s("scan_output_directions", [*(out_dirs[k - n_state] for k in outs), *zeros_out]),
         ], outputs=new + extra_out, name=fresh_name(names, f"{hint}/{label}"), version=scan.version)
         outer.insert_before(scan, inherit_meta(node, scan))
         pairs.extend(zip([old[i] for i in [*states, *outs]], new))
         return node
 
-    pairs: list[tuple[ir.Value | None, ir.Value]] = []
-    first_body = ir.Graph([*(state_in[j] for j in sorted(first)), *scan_in], [], nodes=first_nodes, name=body.name)
+    pairs: list[tuple[oir.Value | None, oir.Value]] = []
+    first_body = oir.Graph([*(state_in[j] for j in sorted(first)), *scan_in], [], nodes=first_nodes, name=body.name)
     make("first", first_body, first_outputs, sorted(first), list(range(n_scan)), [], outs_first, stacked)
-    rest_body = ir.Graph([*(state_in[j] for j in sorted(rest)), *(remap[scan_in[i]] for i in used_scan_rest),
+    rest_body = oir.Graph([*(state_in[j] for j in sorted(rest)), *(remap[scan_in[i]] for i in used_scan_rest),
                           *(remap[v] for v in exported)], [], nodes=rest_nodes,
                          name=fresh_name(names, f"{body.name or hint}/rest"))
     rest_node = make("rest", rest_body, rest_outputs, sorted(rest), used_scan_rest, stacked, outs_rest, [])
@@ -198,7 +198,7 @@ def _split(scan: ir.Node, outer: ir.Graph, names: MutableSet[str]) -> ir.Node | 
     return rest_node
 
 
-def _ordered(values: set[ir.Value], body: ir.Graph) -> list[ir.Value]:
+def _ordered(values: set[oir.Value], body: oir.Graph) -> list[oir.Value]:
     """`values` in the body's order: inputs first, then node outputs as computed."""
     order = [*body.inputs, *(o for n in body for o in n.outputs)]
     return [v for v in order if v in values]

@@ -7,21 +7,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import onnx_ir as ir
+import onnx_ir as oir
 
 from ir2onnx.passes.analysis.affine import Index
 from ir2onnx.passes.rewrite import Emitter
 
 
 class State(NamedTuple):
-    body_in: ir.Value
-    body_out: ir.Value
-    init: ir.Value  # the outer initial value
-    final: ir.Value  # the loop's output with the last value
+    body_in: oir.Value
+    body_out: oir.Value
+    init: oir.Value  # the outer initial value
+    final: oir.Value  # the loop's output with the last value
 
 class StepOutput(NamedTuple):
-    body_out: ir.Value
-    outer: ir.Value  # the loop's stacked output
+    body_out: oir.Value
+    outer: oir.Value  # the loop's stacked output
     axis: int  # where the steps are stacked
     reverse: bool  # stacked from the last step backwards
 
@@ -30,14 +30,14 @@ class Buffer(NamedTuple):
     one-row tensor whose row 0 is overwritten at every step, as TensorFlow keeps only the last output)."""
 
     state: State
-    row: ir.Value
+    row: oir.Value
     last: bool = False
 
 @dataclass
 class LoopView:
-    node: ir.Node
-    x: ir.Value  # the body value holding the current step of the sequence
-    stack_x: Callable[[Emitter], ir.Value]  # emits the sequence (outer, time on axis 0, in time order)
+    node: oir.Node
+    x: oir.Value  # the body value holding the current step of the sequence
+    stack_x: Callable[[Emitter], oir.Value]  # emits the sequence (outer, time on axis 0, in time order)
     reverse: bool  # step k reads time T-1-k
     states: list[State] = field(default_factory=list)
     outputs: list[StepOutput] = field(default_factory=list)
@@ -45,4 +45,4 @@ class LoopView:
     counters: list[tuple[State, int]] = field(default_factory=list)  # (state, value at step 0), +1 per step
     steps: int | None = None  # the number of steps when known
     index: Index | None = None  # a Loop body's integer arithmetic (the step k)
-    capped_by: ir.Value | None = None  # the loop may stop at the longest of these lengths (see Index._min_max)
+    capped_by: oir.Value | None = None  # the loop may stop at the longest of these lengths (see Index._min_max)

@@ -1,0 +1,165 @@
+"""Layer by layer: every IR layer's output (OpenVINO, all layer outputs exposed) against the ONNX value that
+carries it (the layer map written at conversion, values exposed as extra outputs), in topological order. When the
+first layer that differs is a TensorIterator/Loop, its body is run alone in both runtimes on the inputs of the
+first iteration (taken from OpenVINO's values of the loop's inputs) and compared the same way, descending further
+into nested loops."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+import numpy as np
+
+from ir2onnx.ir.model import Graph, IRModel, Layer
+from ir2onnx.translate import layer_map
+from ir2onnx.verify.compare import compare_output
+from ir2onnx.verify.isolate import RuntimeFailure, run_jobs
+from ir2onnx.verify.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure
+from ir2onnx.verify.onnx_edit import defined_names, expose, find_body, standalone_body
+from ir2onnx.verify.report import CheckReport, LayerComparison, LayerwiseReport
+
+_SKIP = ("parameter", "const", "constant", "result")
+_LOOPS = ("tensoriterator", "loop")
+MAX_DEPTH = 8
+# The default passes move work out of loop bodies (hoisting, lifting per-slice work): such a body reads values
+# that have no IR counterpart, and cannot be run alone on the IR's first-iteration inputs.
+_NO_OPTIMIZE = (" (an ONNX body rewritten by the optimisation passes; convert with --no-optimize to compare loop "
+                "bodies layer by layer)")
+
+
+class _Level:
+    """One graph compared: the IR graph, its key prefix in the layer map, and the id prefix in reports."""
+
+    def __init__(self, graph: Graph, prefix: str) -> None:
+        self.graph = graph
+        self.prefix = prefix
+        counts = Counter(layer.name for layer in graph.layers)
+        self.ambiguous = {n for n, c in counts.items() if c > 1}
+
+    def ports(self, lmap: Mapping[str, str], defined: set[str]) -> list[tuple[Layer, int, str]]:
+        """(layer, port, ONNX value) for every comparable layer output, in topological order."""
+        out = []
+        for layer in self.graph.topological_order():
+            if layer.type_key in _SKIP or layer.name in self.ambiguous:
+                continue
+            for port in range(len(layer.outputs)):
+                name = lmap.get(layer_map.key(f"{self.prefix}{layer.id}", port))
+                if name is not None and name in defined:
+                    out.append((layer, port, name))
+        return out
+
+    def compare(self, ports: list[tuple[Layer, int, str]], got: list[np.ndarray], ov: Mapping[tuple[str, int], np.ndarray],
+                rtol: float, atol: float) -> list[LayerComparison]:
+        rows = []
+        for (layer, port, name), g in zip(ports, got):
+            ref = ov.get((layer.name, port))
+            if ref is None:
+                continue
+            c = compare_output(name, g, ref, rtol, atol, scaled=True)
+            rows.append(LayerComparison(f"{self.prefix}{layer.id}", layer.name, layer.type, layer.line, port, name, c))
+        return rows
+
+
+def _ov_layers(info: dict, arrays: list[np.ndarray]) -> dict[tuple[str, int], np.ndarray]:
+    n = info["outputs"]
+    return {(k[0], int(k[1])): a for k, a in zip(info["layers"], arrays[n:n + len(info["layers"])])}
+
+
+def run_layerwise(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], notes: list[str],
+                  common: dict, *, given: bool, rtol: float, atol: float, timeout: float | None,
+                  bin_path: str | None) -> CheckReport:
+    proto = onnx_file.proto
+    device = common["device"]
+    lmap = layer_map.read({p.key: p.value for p in proto.metadata_props})
+    level = _Level(ir_model.graph, "")
+    ports = level.ports(lmap, defined_names(proto.graph)) if lmap else []
+    lw_notes: list[str] = []
+    if not lmap:
+        lw_notes.append("the ONNX model carries no IR layer map (it was not written by this ir2onnx): only the "
+                        "outputs were compared")
+    if level.ambiguous:
+        lw_notes.append(f"layers sharing a name were not compared: {', '.join(sorted(level.ambiguous))}")
+    ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
+                           states=model_states(proto))])[0]
+    if isinstance(ref, RuntimeFailure):
+        raise reference_failure(ref, notes, given)
+    exposed, _ = expose(onnx_file.full(), [name for _, _, name in ports])
+    got = run_jobs([ort_job(onnx_file.write(exposed), feed, device, timeout)])[0]
+    n_out = len(proto.graph.output)
+    if isinstance(got, RuntimeFailure):
+        return finish(proto, got, ref, notes, common, rtol, atol)
+    rows = level.compare(ports, got.arrays[n_out:], _ov_layers(ref.info, ref.arrays), rtol, atol)
+    report = LayerwiseReport("", tuple(rows), notes=tuple(lw_notes))
+    first = report.first_divergence
+    if first is not None:
+        layer = ir_model.graph.by_id[first.id]
+        if layer.type_key in _LOOPS:
+            report = LayerwiseReport("", tuple(rows), _descend(ir_model, onnx_file, feed, [layer], lmap, device,
+                                                               rtol, atol, timeout, bin_path), tuple(lw_notes))
+    return finish(proto, got, ref, notes, common, rtol, atol, layerwise=report)
+
+
+def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], path: list[Layer],
+             lmap: Mapping[str, str], device: str, rtol: float, atol: float, timeout: float | None,
+             bin_path: str | None) -> LayerwiseReport:
+    """Run the body of path[-1] alone in both runtimes on its first iteration's inputs and compare its layers."""
+    loop = path[-1]
+    assert loop.body is not None
+    scope = "/".join(layer.id for layer in path)
+    level = _Level(loop.body.graph, scope + "/")
+
+    def stop(reason: str) -> LayerwiseReport:
+        return LayerwiseReport(scope, (), notes=(reason + _NO_OPTIMIZE,))
+
+    ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
+                           body_path=[layer.name for layer in path])])[0]
+    if isinstance(ref, RuntimeFailure):
+        return stop(f"OpenVINO could not run the body of {loop.where()} alone: {ref.reason}")
+    info, arrays = ref.info, ref.arrays
+    body_feed = dict(zip(info["body_parameters"], arrays[len(arrays) - info["body_feeds"]:]))
+    full = onnx_file.full()
+    feeds: dict[str, np.ndarray] = {}
+    for p in loop.body.graph.parameters:
+        name = lmap.get(layer_map.key(f"{scope}/{p.id}", 0))
+        if name is None or p.name not in body_feed or p.name in level.ambiguous:
+            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone (the "
+                        "default passes may have moved work on it out of the loop; convert with --no-optimize to "
+                        "compare loop bodies layer by layer)")
+        feeds[name] = body_feed[p.name]
+    candidates = level.ports(lmap, _all_names(full.graph))
+    found = find_body(full, [name for _, _, name in candidates])
+    if found is None:
+        return stop(f"no ONNX body computes the layers of {loop.where()} (fused or optimised away)")
+    owner, body, enclosing = found
+    local = defined_names(body)
+    ports = [(layer, port, name) for layer, port, name in candidates if name in local and name not in feeds]
+    try:
+        alone, alone_feed = standalone_body(full, owner, body, enclosing, feeds, [name for _, _, name in ports])
+    except ValueError as e:
+        return stop(f"the ONNX body of {loop.where()} cannot run alone: {e}")
+    got = run_jobs([ort_job(onnx_file.write(alone), alone_feed, device, timeout)])[0]
+    if isinstance(got, RuntimeFailure):
+        return stop(f"onnxruntime could not run the body of {loop.where()} alone: {got.reason}")
+    rows = level.compare(ports, got.arrays, _ov_layers(info, arrays), rtol, atol)
+    notes: list[str] = []
+    body_report = None
+    first = next((r for r in rows if not r.comparison.passed), None)
+    if first is None:
+        notes.append(f"the body of {loop.where()} computes the same on its first iteration: the difference lies in "
+                     "how iterations are chained (back edges, slicing, concatenation, iteration count, condition)")
+    else:
+        layer = loop.body.graph.by_id[first.id.rsplit("/", 1)[-1]]
+        if layer.type_key in _LOOPS and len(path) < MAX_DEPTH:
+            body_report = _descend(ir_model, onnx_file, feed, [*path, layer], lmap, device, rtol, atol, timeout,
+                                   bin_path)
+    return LayerwiseReport(scope, tuple(rows), body_report, tuple(notes))
+
+
+def _all_names(graph) -> set[str]:  # type: ignore[no-untyped-def]
+    from ir2onnx.verify.onnx_edit import subgraphs
+
+    names = defined_names(graph)
+    for _, g in subgraphs(graph):
+        names |= defined_names(g)
+    return names
