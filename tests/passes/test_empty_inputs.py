@@ -19,7 +19,7 @@ from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.verify.openvino_ref import run_openvino
 from tests.fixture_paths import FIXTURES
 from tests.passes.rnn_builders import recurrent_loop
-from tests.passes.test_fuse_rnn import _inputs
+from tests.passes.recurrent.test_fuse import _inputs
 from tests.utils import count_ops, rewritten, save_ir, weight_levels
 
 I, H = 3, 4
@@ -236,7 +236,7 @@ def test_guarded_scan_reads_its_weights_one_level_up(tmp_path: Path) -> None:
     and prepacks (two levels up, it ran its Gemms unpacked). The model still computes the GRU, at a large batch and
     over no step."""
     from ir2onnx.passes.pipeline import optimize
-    from tests.passes.test_gru_scan import gru_model, min_batch
+    from tests.passes.recurrent.test_gru_scan import gru_model, min_batch
 
     proto = gru_model("T", "N", linear_before_reset=1, outputs="Y_h")
     model = oir.serde.deserialize_model(proto)

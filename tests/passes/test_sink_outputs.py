@@ -1,6 +1,6 @@
 """Per-step work that only feeds a stacked loop output runs once, after the loop, on the stacked tensor.
 
-Fusion is off here, to look at the loops (tests/passes/test_fuse_rnn.py checks that cells left alone are fused)."""
+Fusion is off here, to look at the loops (tests/passes/recurrent/test_fuse.py checks that cells left alone are fused)."""
 
 from __future__ import annotations
 

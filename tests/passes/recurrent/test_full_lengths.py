@@ -19,7 +19,7 @@ from ir2onnx.passes.recurrent import chunk_rnn
 from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass
 from ir2onnx.verify.onnxruntime_run import run_onnxruntime
 from tests.fixture_paths import FIXTURES
-from tests.passes.test_chunk_rnn import rnn_model
+from tests.passes.recurrent.test_chunk_rnn import rnn_model
 from tests.utils import all_nodes, assert_equivalent, count_ops, gru_dispatches
 
 I, H = 3, 4
