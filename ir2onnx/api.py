@@ -31,7 +31,7 @@ log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-                  skip_passes: Iterable[str] = ()) -> oir.Model:
+                  skip_passes: Iterable[str] = (), quantization: str = "exact") -> oir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
@@ -39,9 +39,12 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     outputs keep their type).
     `device`: the onnxruntime execution provider the model is made for, "cpu" or "cuda". For "cuda", fused RNN and
     GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them).
-    `skip_passes`: passes (class names) or stages of passes/pipeline.py left out."""
+    `skip_passes`: passes (class names) or stages of passes/pipeline.py left out.
+    `quantization`: FakeQuantize layers "exact" (OpenVINO's arithmetic) or "onnx": QuantizeLinear +
+    DequantizeLinear where their grid is an 8-bit integer one (within one quantization step of OpenVINO)."""
     model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                        device=device, defer=False, skip_passes=skip_passes)
+                        device=device, defer=False, skip_passes=skip_passes,
+                        quantization=quantization)
     return model
 
 
@@ -61,7 +64,7 @@ class _Refused(Exception):
 
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
              f16_as_f32: bool, device: str, defer: bool,
-             skip_passes: Iterable[str] = ()) -> tuple[oir.Model, _Deferred | None]:
+             skip_passes: Iterable[str] = (), quantization: str = "exact") -> tuple[oir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
@@ -90,14 +93,14 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
             first = str(error).splitlines()[0] if str(error) else ""
             log.warning("the optimisation passes failed (%s: %s); the model is the plain translation, without "
                         "fusion or optimisations", type(error).__name__, first)
-        out = passes(convert_ir(model, weights, opset), options(optimize=False, fuse=False))
+        out = passes(convert_ir(model, weights, opset, quantization=quantization), options(optimize=False, fuse=False))
         validate_model(out)  # a translation defect: its own error, which names the layer
         out.meta["ir2onnx.weights"] = weights  # keep the weights' memory map alive as long as the model viewing it
         return out
 
     if not (fuse or optimize):
         return plain(None), None
-    out = convert_ir(model, weights, opset)
+    out = convert_ir(model, weights, opset, quantization=quantization)
     try:
         passes(out, options(optimize=optimize, fuse=fuse))
         validation = start_validation(out)  # never hand out (or write) a model the ONNX checker or onnxruntime rejects
@@ -120,16 +123,18 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
             optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-            skip_passes: Iterable[str] = ()) -> onnx.ModelProto:
+            skip_passes: Iterable[str] = (), quantization: str = "exact") -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
     return oir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
-                                     f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes))
+                                     f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes,
+                                     quantization=quantization))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None,
-                 f16_as_f32: bool = False, device: str = "cpu", skip_passes: Iterable[str] = ()) -> Path:
+                 f16_as_f32: bool = False, device: str = "cpu", skip_passes: Iterable[str] = (),
+                 quantization: str = "exact") -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,
@@ -151,7 +156,8 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     copy = bincopy.take(bin_file, out)
     try:
         model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
-                                   device=device, defer=True, skip_passes=skip_passes)
+                                   device=device, defer=True, skip_passes=skip_passes,
+                                   quantization=quantization)
         if deferred is None:
             return _write_model(model, out, weights, progress, bin_copy=copy)
         try:  # onnxruntime loads the model (in its helper process) while the files are written

@@ -89,7 +89,7 @@ def convert(a: argparse.Namespace) -> int:
                 path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize,
                                             fuse=a.fuse, weights=a.weights, external_data=a.external_data,
                                             progress=bar.update, f16_as_f32=a.f16_as_f32, device=a.device,
-                                            skip_passes=a.skip_pass or ())
+                                            skip_passes=a.skip_pass or (), quantization=a.quantization)
         if not a.quiet:
             _say(f"wrote {path}")
         if not a.check:
@@ -271,6 +271,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=True,
                    help="fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node (default: on; "
                         "--no-fuse keeps the loops)")
+    c.add_argument("--quantization", choices=("exact", "onnx"), default="exact",
+                   help="FakeQuantize layers as OpenVINO computes them (exact, the default) or, where their grid is "
+                        "an 8-bit integer one, as ONNX QuantizeLinear + DequantizeLinear (onnx: within one "
+                        "quantization step of OpenVINO; runtimes see the model as quantized)")
     c.add_argument("--skip-pass", action="append", metavar="NAME",
                    help="leave out one pass (its class name) or stage of the pipeline (repeatable): to find which "
                         "pass changes a result; the names are listed on a wrong one")

@@ -99,6 +99,10 @@ class GraphBuilder:
         self.where = parent.where if parent else ""  # that layer's location, for messages
         self.opset_needs: list[OpsetNeed] = []  # used on the root only
         self.opset_forced = parent.opset_forced if parent else False  # the user chose the opset
+        # "exact": FakeQuantize as OpenVINO computes it; "onnx": as QuantizeLinear + DequantizeLinear where its grid
+        # is one (ops/quantization.py); `quantized` counts the FakeQuantize layers by the form they took
+        self.quantization: str = parent.quantization if parent else "exact"
+        self.quantized: dict[str, int] = parent.quantized if parent else {}
         self._const_cache: dict[tuple[Any, ...], oir.Value] = {}
         self._derived: dict[tuple[Any, ...], tuple[np.ndarray, oir.Value]] = {}
         self._produced: set[oir.Value] = set()

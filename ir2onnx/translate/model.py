@@ -94,25 +94,33 @@ def output_name(graph: Graph, r: Layer, legacy: bool = False) -> str:
     return min(names)
 
 
-def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None) -> oir.Model:
+QUANTIZATION = ("exact", "onnx")
+
+
+def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None, *,
+               quantization: str = "exact") -> oir.Model:
     """Translate a validated IR into an onnx-ir model (initializers are views of the weights).
 
     `opset=None` chooses the lowest opset >= MIN_OPSET that expresses every layer; a given opset is used as it is,
     and every layer that needs a newer one is listed in one error. The choice and its reason are logged and kept in
-    `model.meta["ir2onnx.opset_reason"]`. The passes (passes/pipeline.py) run after this."""
+    `model.meta["ir2onnx.opset_reason"]`. `quantization`: FakeQuantize layers "exact" (OpenVINO's arithmetic)
+    or, where their grid is one, in ONNX's quantized form ("onnx": QuantizeLinear + DequantizeLinear). The passes
+    (passes/pipeline.py) run after this."""
+    if quantization not in QUANTIZATION:
+        raise ConversionError(f"unknown quantization '{quantization}' ({' or '.join(QUANTIZATION)})")
     check_supported(model.graph)
     if opset is not None:
         if not MIN_OPSET <= opset <= newest_opset():
             raise ConversionError(f"opset {opset} is outside the supported range {MIN_OPSET}..{newest_opset()} "
                                   "(the newest that the installed onnx and onnxruntime support)")
-        out, needs = _translate(model, weights, opset, forced=True)
+        out, needs = _translate(model, weights, opset, forced=True, quantization=quantization)
         if needs:
             raise OpsetError(f"--opset {opset} cannot express {len(needs)} layer(s):", _listing(needs))
         reason = f"opset {opset} as requested"
     else:
         target, needs = MIN_OPSET, []
         while True:
-            out, more = _translate(model, weights, target)
+            out, more = _translate(model, weights, target, quantization=quantization)
             if not more:
                 break
             needs, target = more, max(n.opset for n in more)
@@ -125,6 +133,9 @@ def convert_ir(model: IRModel, weights: Weights | None, opset: int | None = None
                    + ")" if top else ""))
     out.meta["ir2onnx.opset_reason"] = reason
     log.info("ONNX %s", reason)
+    quantized = out.meta.get("ir2onnx.quantized")
+    if quantized:
+        log.info("FakeQuantize layers: %s", ", ".join(f"{n} {why}" for why, n in sorted(quantized.items())))
     return out
 
 
@@ -135,12 +146,13 @@ def _listing(needs: list[OpsetNeed]) -> list[tuple[int, str, str]]:
     return [(o, w, why) for (w, why), o in seen.items()]
 
 
-def _translate(model: IRModel, weights: Weights | None, opset: int,
-               forced: bool = False) -> tuple[oir.Model, list[OpsetNeed]]:
+def _translate(model: IRModel, weights: Weights | None, opset: int, forced: bool = False,
+               quantization: str = "exact") -> tuple[oir.Model, list[OpsetNeed]]:
     """Translate at `opset`; also returns what layers recorded as needing a newer opset."""
     g = model.graph
     b = GraphBuilder(opset)
     b.opset_forced = forced
+    b.quantization = quantization
     legacy = model.ir_version == 10  # OpenVINO presents such a model's inputs and outputs in other types and names
     in_names = [input_name(p, legacy) for p in g.parameters]
     out_names = [output_name(g, r, legacy) for r in g.results]
@@ -190,6 +202,7 @@ def _translate(model: IRModel, weights: Weights | None, opset: int,
     graph = b.build(outputs, model.name or "ir2onnx")
     _drop_unused_initializers(graph)
     out = oir.Model(graph, ir_version=_ir_version(opset), producer_name="ir2onnx")
+    out.meta["ir2onnx.quantized"] = dict(b.quantized)
     if pairs:
         out.metadata_props[STATES] = json.dumps(pairs)
     if b.opset_needs:  # translated again at a newer opset, or refused: no shape inference needed

@@ -1,0 +1,99 @@
+"""FakeQuantize in ONNX's quantized form (`quantization="onnx"`): QuantizeLinear + DequantizeLinear where its grid is
+an 8-bit integer one, DequantizeLinear of stored integers on constant inputs, today's exact composition elsewhere.
+Outputs are judged in quantization steps against OpenVINO computing the IR's math."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import openvino.opset13 as ops
+import pytest
+
+import ir2onnx
+from ir2onnx.verify.onnxruntime_run import run_onnxruntime
+from tests.utils import count_ops, ov, save_ir
+
+EXACT_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "LP_TRANSFORMS_MODE": False,
+                "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
+
+
+def _ov(xml: Path, x: np.ndarray) -> np.ndarray:
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(str(xml)), "CPU", EXACT_CONFIG)
+    return compiled([x])[compiled.outputs[0]]
+
+
+def _fq(x, lo, hi, levels, out=None):  # type: ignore[no-untyped-def]
+    out_lo, out_hi = out if out is not None else (lo, hi)
+    c = [ops.constant(np.asarray(v, np.float32)) for v in (lo, hi, out_lo, out_hi)]
+    return ops.fake_quantize(x, *c, levels)
+
+
+def _activation(shape: tuple[int, ...], lo, hi, levels: int, out=None):  # type: ignore[no-untyped-def]
+    x = ops.parameter(list(shape), np.float32, name="x")
+    return ov.Model([_fq(x, lo, hi, levels, out)], [x], "fq")
+
+
+def _conv_with_quantized_weights() -> ov.Model:
+    """A Convolution whose input and weights pass FakeQuantize: u8 activations (256 levels), i8-like weights per
+    output channel (255 levels, symmetric)."""
+    rng = np.random.default_rng(3)
+    x = ops.parameter([1, 3, 8, 8], np.float32, name="x")
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    amax = np.abs(w).max(axis=(1, 2, 3), keepdims=True)
+    xq = _fq(x, -2.0, 2.0 * 127 / 128, 256)  # zero point 128: an integer grid
+    wq = _fq(ops.constant(w), -amax, amax, 255)
+    y = ops.convolution(xq, wq, [1, 1], [1, 1], [1, 1], [1, 1])
+    return ov.Model([y], [x], "conv")
+
+
+STEP_2 = 2.0 / 255  # the activation grid of -1..1 over 256 levels
+
+
+@pytest.mark.parametrize(("name", "build", "qdq", "step"), [
+    ("per-tensor u8", lambda: _activation((2, 16), -1.0, 1.0 * 127 / 128, 256), (1, 1), 1.0 / 128),
+    ("per-tensor, output grid shifted", lambda: _activation((2, 16), 0.0, 2.55, 256, (-1.28, 1.27)), (1, 1), 0.01),
+    ("per-channel u8", lambda: _activation((2, 3, 4), np.array([-1, -2, -0.5], np.float32).reshape(3, 1) * 128 / 128,
+                                           np.array([1, 2, 0.5], np.float32).reshape(3, 1) * 127 / 128, 256),
+     (1, 1), 2.0 / 128),
+    ("255 levels on a run-time input: exact", lambda: _activation((4, 8), -1.27, 1.27, 255), (0, 0), 0.0),
+    ("conv, quantized weights", _conv_with_quantized_weights, (1, 2), None),
+    ("16 levels: exact", lambda: _activation((2, 16), -1.0, 1.0, 16), (0, 0), 0.0),
+    ("no integer zero point: exact", lambda: _activation((2, 16), -0.3, 1.0, 256), (0, 0), 0.0),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_fake_quantize_as_qdq(tmp_path: Path, caplog: pytest.LogCaptureFixture, name: str, build, qdq, step) -> None:  # type: ignore[no-untyped-def]
+    xml = save_ir(build(), tmp_path)
+    with caplog.at_level(logging.INFO, logger="ir2onnx"):
+        proto = ir2onnx.convert(xml, quantization="onnx")
+    assert (count_ops(proto, "QuantizeLinear"), count_ops(proto, "DequantizeLinear")) == qdq
+    assert "FakeQuantize layers:" in caplog.text
+    shape = [d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    x = np.random.default_rng(0).uniform(-3, 3, shape).astype(np.float32)
+    got = run_onnxruntime(proto, {proto.graph.input[0].name: x})[0]
+    want = _ov(xml, x)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if step is None:  # through a Convolution: one step of the input grid times the weights' sum, at most
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=0.05)
+    elif step == 0.0:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    else:
+        err = np.abs(got - want) / step
+        assert err.max() <= 1.0 + 1e-3, f"{err.max():.3f} quantization steps off"
+        assert (err > 1e-3).mean() < 0.01, "more than 1% of the values off by a step"
+
+
+def test_quantized_weights_are_stored_as_8_bit_integers(tmp_path: Path) -> None:
+    xml = save_ir(_conv_with_quantized_weights(), tmp_path)
+    proto = ir2onnx.convert(xml, quantization="onnx")
+    weights = [i for i in proto.graph.initializer if len(i.dims) == 4]
+    assert [w.data_type for w in weights] == [3]  # INT8
+    exact = ir2onnx.convert(xml)
+    assert count_ops(exact, "QuantizeLinear") == count_ops(exact, "DequantizeLinear") == 0
+
+
+def test_an_unknown_quantization_is_refused(tmp_path: Path) -> None:
+    xml = save_ir(_activation((2, 4), -1.0, 1.0, 256), tmp_path)
+    with pytest.raises(ir2onnx.ConversionError, match="unknown quantization 'int4'"):
+        ir2onnx.convert(xml, quantization="int4")
