@@ -6,6 +6,7 @@ else:
 | stage | runs when | what for |
 | --- | --- | --- |
 | f16 as f32 | `f16_as_f32` | the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it |
+| compressed weights | `optimize` | integer weights' decompression chains as one DequantizeLinear |
 | types | always | element types onnxruntime's CPU kernels take |
 | fusion | `fuse` | loops running one LSTM/GRU/RNN cell become one ONNX LSTM/GRU/RNN node |
 | fusion after moving work | `fuse` and `optimize` | fusion tried again once per-step work is moved out of loops |
@@ -32,6 +33,7 @@ from onnx_ir.passes.common.naming import NameFixPass  # from the modules: see ir
 from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
 
 from ir2onnx.passes.analysis.graph import LOOP_OPS, all_nodes
+from ir2onnx.passes.compressed_weights import DequantizeWeightsPass
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.passes.empty_reduce import EmptyReductionsPass
 from ir2onnx.passes.f16_as_f32 import F16AsF32Pass
@@ -154,6 +156,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(Stage("f16 as f32", (
         F16AsF32Pass,  # the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it
     )), lambda o: o.f16_as_f32),
+    Step(Stage("compressed weights", (DequantizeWeightsPass,)), lambda o: o.optimize),  # before types: see the pass
     Step(Stage("types", (
         OrtTypesPass,  # element types onnxruntime's CPU kernels lack computed in a wider type, exactly
     )), _always),
@@ -228,7 +231,7 @@ def stage(name: str) -> Stage:
     raise KeyError(name)
 
 
-def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:  # noqa: B008
+def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:
     """Run the pipeline for `options` on `model`, in place (`only`: just the stages of those names, in pipeline
     order)."""
     for s in stages(options):

@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
-F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}
+# OpenVINO computing the IR's math: f32, no INT8 shortcuts for FakeQuantize, no quantized activations for compressed
+# weights
+F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "LP_TRANSFORMS_MODE": False, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
 _SKIP_TYPES = ("Parameter", "Constant", "Result", "Assign")  # an Assign's output is its input; OpenVINO cannot expose it
 
 

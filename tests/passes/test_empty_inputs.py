@@ -18,8 +18,8 @@ import ir2onnx
 from ir2onnx.passes.empty_inputs import GuardEmptyInputsPass
 from ir2onnx.verify.openvino_ref import run_openvino
 from tests.fixture_paths import FIXTURES
-from tests.passes.rnn_builders import recurrent_loop
 from tests.passes.recurrent.test_fuse import _inputs
+from tests.passes.rnn_builders import recurrent_loop
 from tests.utils import count_ops, rewritten, save_ir, weight_levels
 
 I, H = 3, 4

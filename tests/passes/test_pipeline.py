@@ -18,18 +18,19 @@ from tests.utils import assert_equivalent
 
 TI = Path(__file__).resolve().parents[2] / "samples" / "ti_lstm" / "model.xml"
 OPTIMISED = ["fusion", "fusion after moving work", "sequence clean-up", "lean loops", "clean-up"]
+CW = "compressed weights"
 
 
 @pytest.mark.parametrize(("options", "expected"), [
-    (pipeline.Options(), ["types", *OPTIMISED[:3], "CPU RNN lowering", "lean loops", "CPU recurrent kernels",
+    (pipeline.Options(), [CW, "types", *OPTIMISED[:3], "CPU RNN lowering", "lean loops", "CPU recurrent kernels",
                           "clean-up", "runtime legalisation"]),
-    (pipeline.Options(device="cuda"), ["types", *OPTIMISED, "runtime legalisation"]),
+    (pipeline.Options(device="cuda"), [CW, "types", *OPTIMISED, "runtime legalisation"]),
     (pipeline.Options(optimize=False, fuse=False), ["types", "runtime legalisation"]),
     (pipeline.Options(optimize=False), ["types", "fusion", "runtime legalisation"]),
-    (pipeline.Options(fuse=False, device="cuda"), ["types", *OPTIMISED[2:], "runtime legalisation"]),
+    (pipeline.Options(fuse=False, device="cuda"), [CW, "types", *OPTIMISED[2:], "runtime legalisation"]),
     (pipeline.Options(optimize=False, fuse=False, f16_as_f32=True), ["f16 as f32", "types", "runtime legalisation"]),
     (pipeline.Options(device="cuda", skip=frozenset({"lean loops", "fusion after moving work"})),
-     ["types", "fusion", "sequence clean-up", "clean-up", "runtime legalisation"]),
+     [CW, "types", "fusion", "sequence clean-up", "clean-up", "runtime legalisation"]),
 ], ids=["default", "cuda", "plain", "no-optimize", "no-fuse-cuda", "f16-as-f32", "skip-stages"])
 def test_options_select_stages(options: pipeline.Options, expected: list[str]) -> None:
     assert [s.name for s in pipeline.stages(options)] == expected
@@ -43,7 +44,7 @@ def test_a_skipped_pass_is_left_out_of_its_stage_and_rounds() -> None:
     assert not skip & set(names)
     assert "LiftLoopInputsPass" in names and "PrefixMaskPass" in names
     full = pipeline.stages(pipeline.Options())
-    assert [pipeline.pass_name(m) for m in full[1].passes] == ["FullScatterPass", "SplitStackedCellsPass",
+    assert [pipeline.pass_name(m) for m in full[2].passes] == ["FullScatterPass", "SplitStackedCellsPass",
                                                                "FuseRecurrentLoopsPass"]  # the declared one intact
 
 

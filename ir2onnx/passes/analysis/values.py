@@ -124,6 +124,20 @@ def _fold(n: oir.Node, index: int) -> np.ndarray | None:
     if any(a is None for a, v in zip(ins, n.inputs) if v is not None):
         return None
     x = ins[0]
+    if op == "DequantizeLinear":  # compressed weights (passes/compressed_weights.py): exact in f64, rounded once
+        scale = ins[1]
+        s = scale.astype(np.float64)
+        zp = ins[2].astype(np.float64) if len(ins) > 2 and ins[2] is not None else np.zeros_like(s)
+        if s.ndim:
+            axis = int(attr(n, "axis", 1)) % x.ndim
+            block = int(attr(n, "block_size", 0))
+            if block:
+                s, zp = (np.repeat(a, block, axis).take(np.arange(x.shape[axis]), axis) for a in (s, zp))
+            else:
+                shape = [1] * x.ndim
+                shape[axis] = -1
+                s, zp = s.reshape(shape), zp.reshape(shape)
+        return ((x.astype(np.float64) - zp) * s).astype(scale.dtype)
     if op == "Identity":
         return x
     if op == "Transpose":
