@@ -203,13 +203,19 @@ def _status(message: str, quiet: bool) -> Any:
 
 def info(a: argparse.Namespace) -> int:
     """Op counts and the structure of every TensorIterator/Loop."""
-    from ir2onnx.info import describe_loops, op_counts
+    from ir2onnx.info import describe_loops, fake_quantize_forms, op_counts
     from ir2onnx.ir.xml_reader import read_xml
 
     try:
         ir_model = read_xml(str(a.model))
     except Exception as e:  # noqa: BLE001
         return _fail(e, a.debug)
+    weights = None
+    if any(layer.type == "FakeQuantize" for layer in ir_model.graph.walk()):
+        from ir2onnx.ir.weights import Weights
+
+        bin_path = a.model.with_suffix(".bin")
+        weights = Weights(str(bin_path)) if bin_path.is_file() else None
     from rich.table import Table
 
     table = Table(title=f"{a.model} (IR v{ir_model.ir_version})")
@@ -220,6 +226,9 @@ def info(a: argparse.Namespace) -> int:
     _console().print(table)
     for line in describe_loops(ir_model.graph):
         _say(line)
+    forms = fake_quantize_forms(ir_model.graph, weights) if weights is not None else None
+    if forms:
+        _say("FakeQuantize with --quantization onnx: " + "; ".join(f"{n} {form}" for form, n in sorted(forms.items())))
     return EXIT_OK
 
 

@@ -1,10 +1,15 @@
-"""A readable summary of an IR: op counts and the structure of every TensorIterator/Loop."""
+"""A readable summary of an IR: op counts, the structure of every TensorIterator/Loop, and the form its
+FakeQuantize layers take in ONNX."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from ir2onnx.ir.model import Graph
+import numpy as np
+
+from ir2onnx.ir.fake_quantize import integer_grid
+from ir2onnx.ir.model import Graph, Layer
+from ir2onnx.ir.weights import Weights
 
 _LOOPS = ("tensoriterator", "loop")
 
@@ -62,3 +67,45 @@ def describe_loops(graph: Graph, indent: int = 0) -> list[str]:
         lines.extend(describe_loops(body.graph, indent + 1))
     return lines
 
+
+
+def fake_quantize_forms(graph: Graph, weights: Weights | None) -> Counter[str]:
+    """How the FakeQuantize layers (bodies included) convert with `--quantization onnx`: "as QuantizeLinear/
+    DequantizeLinear" (or "as DequantizeLinear of stored integers" on a constant input), else why they keep the
+    exact composition (ir/fake_quantize.py). Ranges are read where they are Const layers (through Converts)."""
+    forms: Counter[str] = Counter()
+    for g in _graphs(graph):
+        for layer in g.layers:
+            if layer.type != "FakeQuantize":
+                continue
+            x = _constant(g, layer, 0, weights)
+            ranges = [_constant(g, layer, i, weights) for i in range(1, 5)]
+            dims = layer.inputs[0].dims if layer.inputs else None
+            grid = integer_grid(int(layer.data.get("levels", "0")), ranges, len(dims) if dims is not None else None,
+                                x is not None)
+            forms["kept exact: " + grid if isinstance(grid, str) else
+                  "as DequantizeLinear of stored integers" if x is not None else "as QuantizeLinear/DequantizeLinear"] += 1
+    return forms
+
+
+def _graphs(graph: Graph) -> list[Graph]:
+    out = [graph]
+    for layer in graph.layers:
+        for body in layer.bodies:
+            out += _graphs(body.graph)
+    return out
+
+
+def _constant(graph: Graph, layer: Layer, port: int, weights: Weights | None) -> np.ndarray | None:
+    """The value of a layer's input where a Const (behind Converts) gives it."""
+    if weights is None or port >= len(layer.inputs):
+        return None
+    src = graph.source(layer, port).layer
+    while src.type == "Convert" and src.inputs:
+        src = graph.source(src, 0).layer
+    if src.type != "Const" or src.const is None:
+        return None
+    try:
+        return np.asarray(weights.array(src.const), np.float32)
+    except Exception:  # noqa: BLE001  a Const past the .bin's end: validation says so; here it is only not known
+        return None

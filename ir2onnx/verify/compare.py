@@ -11,7 +11,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: float, atol: float, *,
-                   scaled: bool = False) -> OutputComparison:
+                   scaled: bool = False, step: float | None = None) -> OutputComparison:
     """`scaled` (the check's comparison): `atol` in units of the reference's root mean square where that is above 1.
     Rounding in a sum grows with its terms, not with the result: an output of magnitude ~100 from sums over hundreds
     of channels carries ~1e-4 of f32 rounding in both runtimes at its values near zero.
@@ -19,7 +19,10 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
     A bfloat16 output may also differ by one unit of bfloat16 at the reference value: on CPUs without bf16
     instructions OpenVINO's CPU plugin rounds f32 to bf16 with its own conversion, which is not round-to-nearest
     (tanh(0.640625) = 0.56532 is 0.5625 there; numpy and the model give 0.56640625), and two close f32 results may
-    land a unit apart anyway."""
+    land a unit apart anyway.
+
+    `step`: the output is quantized with that step (verify/quantized.py): values one step apart are a correct
+    conversion, and the error is also reported in steps."""
     if ref is None:
         return OutputComparison(name, tuple(got.shape), None, str(got.dtype), None, None, True, "not compared")
     shape_ok = tuple(got.shape) == tuple(ref.shape)
@@ -51,9 +54,15 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
             tol = atol + rtol * np.abs(r)
             if BF16 in (got.dtype, ref.dtype):
                 tol = np.maximum(tol, bf16_unit(r))
+            if step is not None:
+                tol = np.maximum(tol, step * (1 + 1e-4))
             ok = bool(np.all((diff <= tol) | both_nan | (diff == 0)))
+    steps = max_abs / step if step and not exact else None
+    message = "" if ok else ("values differ" if not exact else "integer values differ")
+    if steps is not None:
+        message = f"{steps:.3g} quantization steps" + (f"; {message}" if message else "")
     return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), max_abs, max_rel, ok,
-                            "" if ok else ("values differ" if not exact else "integer values differ"))
+                            message, steps)
 
 
 def bf16_unit(values: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from ir2onnx.errors import CheckError
 from ir2onnx.markers import STATES
 from ir2onnx.verify.compare import compare_output
 from ir2onnx.verify.isolate import Job, RunResult, RuntimeFailure
+from ir2onnx.verify.quantized import holds_quantizers, output_steps
 from ir2onnx.verify.report import CheckReport, OutputComparison, Placement
 
 
@@ -107,8 +108,9 @@ def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResu
     refs: list[np.ndarray | None] = list(ref.arrays[: len(names)]) if ref is not None else [None] * len(names)
     ov_names: list[str | None] = list(ref.info.get("output_names") or []) if ref is not None else []
     taken = {i.name for i in proto.graph.input}  # an output computed from an input cannot take its name in ONNX
+    steps = output_steps(proto) if holds_quantizers(proto) else {}
     for i, (name, g, r) in enumerate(zip(names, got.arrays[: len(names)], refs)):
-        row = compare_output(name, g, r, rtol, atol, scaled=True)
+        row = compare_output(name, g, r, rtol, atol, scaled=True, step=steps.get(name))
         if i < len(ov_names) and ov_names[i] not in (None, name) and ov_names[i] not in taken:
             row = replace(row, passed=False, message=f"named '{ov_names[i]}' in OpenVINO" +
                           (f"; {row.message}" if row.message else ""))

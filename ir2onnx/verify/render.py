@@ -36,7 +36,8 @@ def print_report(out: Console, report: CheckReport) -> None:
     for col in ("output", "shape", "dtype", "max abs err", "max rel err", "result"):
         table.add_column(col)
     for o in report.outputs:
-        verdict = ("PASS" if o.passed else f"FAIL ({o.message})") if report.reference else "ran"
+        verdict = ("PASS" + (f" ({o.message})" if o.quantization_steps is not None else "") if o.passed
+                   else f"FAIL ({o.message})") if report.reference else "ran"
         shape = str(list(o.onnx_shape)) + ("" if o.reference_shape in (None, o.onnx_shape)
                                            else f" vs {list(o.reference_shape)}")
         table.add_row(o.name, shape, o.dtype, _fmt(o.max_abs_error), _fmt(o.max_rel_error), verdict)

@@ -18,6 +18,7 @@ class OutputComparison:
     max_rel_error: float | None
     passed: bool
     message: str = ""
+    quantization_steps: float | None = None  # the largest error in steps of the output's quantization, where it has one
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as oir
 
+from ir2onnx.ir.fake_quantize import integer_grid, levels_of
 from ir2onnx.translate.builder import onnx_dtype
 from ir2onnx.translate.context import LayerContext
 from ir2onnx.translate.ops.precision import f32_input
@@ -44,10 +45,10 @@ def fake_quantize(ctx: LayerContext) -> oir.Value:
     consts = [ctx.const(i) for i in range(1, 5)]
     if b.quantization == "onnx":
         form = _qdq(ctx, levels, consts)
-        why = form if isinstance(form, str) else "as QuantizeLinear/DequantizeLinear"
+        why = form if isinstance(form, str) else form[1]
         b.quantized[why] = b.quantized.get(why, 0) + 1
         if not isinstance(form, str):
-            return form
+            return form[0]
     x, il, ih, ol, oh = _in_f32(ctx, range(5))
     if all(c is not None for c in consts):
         cil, cih, col, coh = (np.asarray(c, np.float32) for c in consts)  # type: ignore[union-attr]
@@ -59,80 +60,26 @@ def fake_quantize(ctx: LayerContext) -> oir.Value:
     return _back(ctx, _bounds(ctx, x, il, ih, ol, oh, y))
 
 
-_GRIDS = {256: (oir.DataType.UINT8, 0, 255, 0), 255: (oir.DataType.INT8, -127, 127, -127)}
-
-
-def _grid(lo: np.ndarray, hi: np.ndarray, levels: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """scale and integer zero point (level 0 at `lo`) of `levels` steps from lo to hi, where they are an integer
-    grid: the zero point within 1e-3 of an integer."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = ((hi - lo) / np.float32(levels - 1)).astype(np.float32)
-        zp = -lo / scale
-    if not (np.all(np.isfinite(zp)) and np.all(scale > 0)):
-        return None
-    rounded = np.round(zp)
-    return (scale, rounded) if np.all(np.abs(zp - rounded) <= 1e-3) else None
-
-
-def _channel_axis(shapes: list[tuple[int, ...]], rank: int) -> int | None:
-    """-1 when every range is one value; the axis (of a rank-`rank` input) along which they vary, where that is one
-    axis; else None."""
-    axes = set()
-    for shape in shapes:
-        if len(shape) > rank:
-            return None
-        axes |= {rank - len(shape) + a for a, d in enumerate(shape) if d != 1}
-    return -1 if not axes else axes.pop() if len(axes) == 1 else None
-
-
-def _qdq(ctx: LayerContext, levels: int, consts: list[np.ndarray | None]) -> oir.Value | str:
-    """FakeQuantize as QuantizeLinear + DequantizeLinear (or, on a constant input, DequantizeLinear of the integers
-    OpenVINO's formula gives), or why not. QuantizeLinear rounds x / scale half to even where OpenVINO rounds its
-    own formula: the two stay within one quantization step; with 255 levels an input below the range by more than
-    half a step takes one step below it (int8 saturates at -128)."""
-    if levels not in _GRIDS:
-        return f"kept exact: {levels} levels"
-    if any(c is None for c in consts):
-        return "kept exact: run-time ranges"
-    il, ih, ol, oh = (np.asarray(c, np.float32) for c in consts)  # type: ignore[arg-type]
-    rank = len(ctx.input_dims(0)) if ctx.input_dims(0) is not None else None
-    axis = _channel_axis([c.shape for c in (il, ih, ol, oh)], rank) if rank is not None else None
-    if axis is None:
-        return "kept exact: ranges vary along more than one axis"
-    if not (np.all(il < ih) and np.all(ol < oh)):
-        return "kept exact: empty or reversed ranges"
-    grid_in, grid_out = _grid(il, ih, levels), _grid(ol, oh, levels)
-    if grid_in is None or grid_out is None:
-        return "kept exact: no integer zero point"
-    dtype, low, high, offset = _GRIDS[levels]
-    zp_in, zp_out = grid_in[1] + offset, grid_out[1] + offset
-    if not (np.all((low <= zp_in) & (zp_in <= high)) and np.all((low <= zp_out) & (zp_out <= high))):
-        return "kept exact: zero point outside the integer type"
-    b = ctx.b
-    n = max((c.shape[axis - (rank - c.ndim)] for c in (il, ih, ol, oh) if axis - (rank - c.ndim) >= 0), default=1)
-
-    def per_axis(a: np.ndarray) -> np.ndarray:
-        a = np.asarray(a).reshape(-1)
-        return np.broadcast_to(a, (n,)).copy() if axis >= 0 else a.reshape(())
-
-    np_int = dtype.numpy()
-    s_out, z_out = per_axis(grid_out[0]).astype(np.float32), per_axis(zp_out).astype(np_int)
-    attrs = {"axis": axis} if axis >= 0 else {}
+def _qdq(ctx: LayerContext, levels: int, consts: list[np.ndarray | None]) -> tuple[oir.Value, str] | str:
+    """FakeQuantize as QuantizeLinear + DequantizeLinear (on a constant input, DequantizeLinear of the integers
+    OpenVINO's formula gives), or why not (ir/fake_quantize.py). QuantizeLinear rounds x / scale half to even where
+    OpenVINO rounds its own formula: the two stay within one quantization step. Returns the value and its form's
+    name (as `ir2onnx info` names it)."""
+    dims = ctx.input_dims(0)
     x_const = ctx.const(0)
-    if x_const is None and levels == 255:
-        return "kept exact: 255 levels on a run-time input"
+    grid = integer_grid(levels, consts, len(dims) if dims is not None else None, x_const is not None)
+    if isinstance(grid, str):
+        return f"kept exact: {grid}"
+    b = ctx.b
+    attrs = {"axis": grid.axis} if grid.axis is not None else {}
+    dq_inputs = [b.const(grid.scale_out), b.const(grid.zero_out)]
     if x_const is not None:  # weights: the integers OpenVINO's formula gives, stored at 8 bits
-        x = np.asarray(x_const, np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            in_scale = np.float32(levels - 1) / (ih - il)
-            q = np.round(x * in_scale + (-il * in_scale))
-        q = np.where(x <= np.minimum(il, ih), 0, np.where(x > np.maximum(il, ih), levels - 1, q)) + offset
-        y = b.op("DequantizeLinear", [b.const(q.astype(np_int)), b.const(s_out), b.const(z_out)], attrs)
-        return _back(ctx, y)
-    x = f32_input(ctx, 0)
-    s_in, z_in = per_axis(grid_in[0]).astype(np.float32), per_axis(zp_in).astype(np_int)
-    q = b.op("QuantizeLinear", [x, b.const(s_in), b.const(z_in)], attrs)
-    return _back(ctx, b.op("DequantizeLinear", [q, b.const(s_out), b.const(z_out)], attrs))
+        q = b.const(levels_of(x_const, levels, consts))  # type: ignore[arg-type]
+        form = "as DequantizeLinear of stored integers"
+    else:
+        q = b.op("QuantizeLinear", [f32_input(ctx, 0), b.const(grid.scale_in), b.const(grid.zero_in)], attrs)
+        form = "as QuantizeLinear/DequantizeLinear"
+    return _back(ctx, b.op("DequantizeLinear", [q, *dq_inputs], attrs)), form
 
 
 def _fq_constant(ctx: LayerContext, x: oir.Value, il: np.ndarray, ih: np.ndarray, ol: np.ndarray, oh: np.ndarray,

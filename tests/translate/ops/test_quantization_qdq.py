@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
+import onnx
 import openvino.opset13 as ops
 import pytest
 
@@ -97,3 +98,42 @@ def test_an_unknown_quantization_is_refused(tmp_path: Path) -> None:
     xml = save_ir(_activation((2, 4), -1.0, 1.0, 256), tmp_path)
     with pytest.raises(ir2onnx.ConversionError, match="unknown quantization 'int4'"):
         ir2onnx.convert(xml, quantization="int4")
+
+
+def test_the_check_judges_a_quantized_output_in_steps(tmp_path: Path) -> None:
+    """An output a DequantizeLinear produces is compared in steps of its scale: a value at a rounding tie, where
+    QuantizeLinear and OpenVINO's formula round apart, is one step off and the check still passes, saying so."""
+    step = 1.0 / 128
+    xml = save_ir(_activation((1, 4), -1.0, 1.0 * 127 / 128, 256), tmp_path)
+    proto = ir2onnx.convert(xml, quantization="onnx")
+    # just past a tie: x / step is 20.5 and -7.5 plus one f32 ulp, where x * 128 + 128 rounds to the tie itself
+    ties = np.array([[0.16015626, -0.050781254, 0.5 * step, 0.25]], np.float32)
+    report = ir2onnx.check(xml, proto, inputs={"x": ties})
+    (row,) = report.outputs
+    assert report.passed and row.passed
+    assert row.quantization_steps is not None and 0.5 < row.quantization_steps <= 1.0 + 1e-3  # one step apart
+    assert "quantization steps" in row.message
+    dq = next(n for n in proto.graph.node if n.op_type == "DequantizeLinear")
+    proto.graph.initializer.append(onnx.numpy_helper.from_array(np.float32(step * 1.25), "wrong_scale"))
+    dq.input[1] = "wrong_scale"  # a wrong conversion: the output grid 1.25 times too coarse
+    report = ir2onnx.check(xml, proto, inputs={"x": ties})
+    (row,) = report.outputs
+    assert not report.passed and row.quantization_steps is not None and row.quantization_steps > 1
+
+
+def test_info_and_the_log_count_the_forms(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from ir2onnx.cli import run as main
+
+    xml = save_ir(_conv_with_quantized_weights(), tmp_path)
+    assert main(["info", str(xml)]) == 0
+    said = capsys.readouterr().out
+    assert ("FakeQuantize with --quantization onnx: 1 as DequantizeLinear of stored integers; "
+            "1 as QuantizeLinear/DequantizeLinear") in said.replace("\n", " ")
+    with caplog.at_level(logging.INFO, logger="ir2onnx"):
+        ir2onnx.convert(xml, quantization="onnx")
+    assert "FakeQuantize layers: 1 as DequantizeLinear of stored integers, 1 as QuantizeLinear/DequantizeLinear" \
+        in caplog.text
+    xml = save_ir(_activation((2, 16), -1.0, 1.0, 16), tmp_path / "other")
+    assert main(["info", str(xml)]) == 0
+    assert "1 kept exact: 16 levels" in capsys.readouterr().out

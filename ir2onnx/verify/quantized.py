@@ -1,0 +1,55 @@
+"""What the check needs to judge a quantized ONNX model: each output's quantization step.
+
+A model converted with `quantization="onnx"` computes FakeQuantize layers with QuantizeLinear, which rounds
+`x / scale` half to even where OpenVINO rounds its own formula: a value at a rounding tie can land one step apart.
+An output that a DequantizeLinear produces (directly, or through ops that only move or select its values) is judged
+in steps of that DequantizeLinear's scale: one step apart is a correct conversion.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+# ops whose output values are some of their (first) input's values: a quantized tensor stays on its grid through them
+_MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
+                    "Concat", "Split", "MaxPool", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"})
+
+
+def holds_quantizers(proto: onnx.ModelProto) -> bool:
+    """Whether the main graph runs a QuantizeLinear (a FakeQuantize converted to ONNX's quantized form)."""
+    return any(n.op_type == "QuantizeLinear" for n in proto.graph.node)
+
+
+def output_steps(proto: onnx.ModelProto) -> dict[str, float]:
+    """Model output name -> the quantization step of the DequantizeLinear its values come from (its largest scale),
+    for the outputs whose values come from one."""
+    graph = proto.graph
+    producer = {o: n for n in graph.node for o in n.output}
+    consts = {t.name: t for t in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = n.attribute[0].t
+    steps: dict[str, float] = {}
+    for out in graph.output:
+        step = _step(out.name, producer, consts, set())
+        if step is not None:
+            steps[out.name] = step
+    return steps
+
+
+def _step(name: str, producer: dict[str, onnx.NodeProto], consts: dict[str, onnx.TensorProto],
+          seen: set[str]) -> float | None:
+    node = producer.get(name)
+    if node is None or name in seen:
+        return None
+    seen.add(name)
+    if node.op_type == "DequantizeLinear" and len(node.input) > 1 and node.input[1] in consts:
+        scale = numpy_helper.to_array(consts[node.input[1]]).astype(np.float64)
+        return float(np.max(np.abs(scale))) if scale.size else None
+    if node.op_type not in _MOVES:
+        return None
+    sources = node.input if node.op_type == "Concat" else node.input[:1]
+    found = [_step(s, producer, consts, seen) for s in sources if s]
+    return None if not found or any(s is None for s in found) else max(found)  # type: ignore[type-var]
