@@ -15,7 +15,7 @@ else:
 | lean loops | `optimize` | per-step work moved out of loops, loop-carried layouts and glue simplified |
 | CPU recurrent kernels | `optimize`, device "cpu" | long sequences chunked, GRUs at larger batches as Scans |
 | clean-up | `optimize` | unused nodes and initializers removed, fresh names made unique |
-| runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions) |
+| runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions, quantized outer reads) |
 
 Each pass keeps what the model computes; the plain translation (`optimize=False, fuse=False`: types and runtime
 legalisation only) stays simple and correct without them. A pass that replaces values by others computing the same
@@ -43,6 +43,7 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.ort_types import OrtTypesPass
+from ir2onnx.passes.quantized_reads import QuantizedImplicitReadsPass
 from ir2onnx.passes.recurrent.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass, FullReversalPass
 from ir2onnx.passes.recurrent.fuse import FuseRecurrentLoopsPass
@@ -203,6 +204,7 @@ PIPELINE: tuple[Step, ...] = (
     Step(Stage("runtime legalisation", (
         GuardEmptyInputsPass,  # onnxruntime fails on some empty inputs: such nodes run behind an If
         EmptyReductionsPass,  # and on reductions dropping an empty axis
+        QuantizedImplicitReadsPass,  # and aborts on quantized values a subgraph reads from outside
     )), _always),
 )
 
