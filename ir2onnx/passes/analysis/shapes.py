@@ -3,7 +3,29 @@
 A value's shape is a tuple of ints when every dim is known: its declared shape when all dims are ints, an
 initializer's (or Constant's) shape, or the shape its producer gives it when that producer is a reshape-only op
 (Identity, Squeeze, Unsqueeze, Reshape, Flatten), a Transpose, an elementwise op (unary, or broadcasting binary), a
-MatMul, a Split, a Slice with constant bounds, a Gather or a time-major LSTM/GRU/RNN whose inputs have static shapes. Anything else is None: shapes are never guessed.
+MatMul, a Split, a Slice with constant bounds, a Gather or a time-major LSTM/GRU/RNN whose inputs have static shapes.
+Anything else is None: shapes are never guessed.
+
+What for, beside values.shape_of: `StaticShapes` serves rewrites that emit numbers the shape must make exact (Split
+sizes, Reshape targets, a sequence's chunks, a constant's shape); `shape_of` serves matching with partial shapes. They
+are not one analysis with two views: on the same value they differ in sources, strictness and coverage. shape_of's
+partial shapes cannot come from StaticShapes, and StaticShapes taken as shape_of's fully known answers changes
+conversions of the test fixtures. How they differ (`shape_of` / `StaticShapes`):
+
+* unknown dims: partial, `Relu` of [b, 3] is (None, 3) / None;
+* source order: derived first, then declared / declared (all ints) first, then a constant's, then derived. A
+  Slice [:, 0:3] of [2, 6] declared [2, 3] is (2, None) / (2, 3); a Reshape to [3, 2] whose declared [2, 3] a pass
+  left stale is (3, 2) / (2, 3);
+* constants: a Constant node's output without a declared shape is None / its array's shape;
+* strictness: shape_of trusts the model, StaticShapes checks it: a Squeeze of a dim that is not 1, [2, 3] + [4], a
+  Reshape changing the element count, a Split of 7 in 2 give a shape / None. So a Squeeze of a Slice with run-time
+  bounds, [None, 3] -> (3,), is known to shape_of only;
+* coverage: Slice bounds, Flatten, batched or 1-D MatMul, Pow/And/Or/Equal/Greater/Less, most unary ops (Exp,
+  Abs...), a Squeeze without axes, attribute axes and LSTM/GRU/RNN outputs are StaticShapes' only; Clip is shape_of's;
+* memo: one query or one `derivations()` block / the StaticShapes object's lifetime (make one per graph state).
+
+Callers combine them where both help: `StaticShapes()(x) or shape_of(x)` (exact dims where known, else the known
+ones), `shape_of(i) or StaticShapes()(i)` (an index that is a Constant node).
 """
 
 from __future__ import annotations

@@ -2,6 +2,15 @@
 its shape and rank derived from its producers, and the reshape-only glue around it.
 
 `derivations()` memoises these queries over one walk (a pass that asks about many values opens it once).
+
+Shapes: `shape_of` here and `StaticShapes` in shapes.py are two analyses on purpose; neither can be written through
+the other without changing results (shapes.py lists how they differ). `shape_of` is for matching: a partial
+shape (None for each unknown dim: a run-time batch, a Slice's cut axes) whose rank and known dims a pattern checks
+("[batch, hidden]", "the feature axis is 8"). It derives from the producer first and only then takes the declared
+shape, so a shape a pass left stale does not mislead it, and its rules assume a model that runs (a Squeeze drops its
+axes, a known dim wins a broadcast) rather than checking it. `rank_of` is its rank, also where only a Transpose's
+perm or an LSTM/GRU/RNN output fixes it. `rank` is another thing again: the declared rank, else a constant's, never
+derived (what lift_inputs.py trusts).
 """
 
 from __future__ import annotations

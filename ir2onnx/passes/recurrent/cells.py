@@ -55,6 +55,12 @@ def _rank(v: oir.Value | None) -> int | None:
     return None if s is None else len(s)
 
 
+def _operands(n: oir.Node) -> tuple[tuple[oir.Value | None, oir.Value | None], ...]:
+    """A commutative node's two inputs in both orders: each tried in either role (onnxscript's `commute`)."""
+    a, b = n.inputs[0], n.inputs[1]
+    return (a, b), (b, a)
+
+
 # ---- one-step ONNX node
 
 
@@ -157,7 +163,7 @@ class _Reader:
             return "h"
         m = producer(a, "Mul")
         if m is not None:
-            for r, hv in ((m.inputs[0], m.inputs[1]), (m.inputs[1], m.inputs[0])):
+            for r, hv in _operands(m):
                 if _act(r) is not None and hv is not None and view_root(hv)[0] is self.h_root:
                     if _rank(hv) != 2:
                         raise NoMatch("the reset-gated state is not [batch, hidden]")
@@ -333,7 +339,7 @@ def _bounded(v: oir.Value | None, op: str, bound: float) -> oir.Value | None:
     n = producer(v, op)
     if n is None or len(n.inputs) != 2:
         return None
-    return next((a for a, b in (n.inputs, n.inputs[::-1]) if a is not None and _scalar(b) == bound), None)
+    return next((a for a, b in _operands(n) if a is not None and _scalar(b) == bound), None)
 
 
 def _scalar(v: oir.Value | None) -> float | None:
@@ -365,16 +371,17 @@ def _gate(reader: _Reader, pre: Pre, hidden: int | None, keys: set[str]) -> Line
     return lin
 
 
-def _assemble(op: str, gates: list[Linear], keys_w: list[str], keys_r: list[str], biases_r: list[np.ndarray] | None,
-              reader: _Reader, h_in: oir.Value, c_in: oir.Value | None, attrs: dict[str, object]) -> Cell:
+def _assemble(op: str, gates: list[Linear], biases_r: list[np.ndarray] | None, reader: _Reader, h_in: oir.Value,
+              c_in: oir.Value | None, attrs: dict[str, object]) -> Cell:
+    """The cell whose gates (in ONNX's order) are these linear forms of x (W) and h (R)."""
     hidden = gates[0].width
     assert hidden is not None
     x_ops = {lin.parts["x"][0] for lin in gates}
-    h_ops = {lin.parts[k][0] for lin, k in zip(gates, keys_r) if k == "h"}
+    h_ops = {lin.parts["h"][0] for lin in gates}
     if len(x_ops) != 1 or len(h_ops) > 1 or (h_ops and h_ops != {h_in}):
         raise NoMatch("the gates read different views of the input or state")
-    w = np.concatenate([lin.parts[k][1].T for lin, k in zip(gates, keys_w)])[None]
-    r = np.concatenate([lin.parts[k][1].T for lin, k in zip(gates, keys_r)])[None]
+    w = np.concatenate([lin.parts["x"][1].T for lin in gates])[None]
+    r = np.concatenate([lin.parts["h"][1].T for lin in gates])[None]
     wb = np.concatenate([lin.dense_bias(hidden) for lin in gates])
     rb = np.concatenate(biases_r) if biases_r is not None else np.zeros_like(wb)
     x = next(iter(x_ops))
@@ -392,7 +399,7 @@ def spelled_lstm(h_new: oir.Value, c_new: oir.Value, h_state: oir.Value, c_state
     if mul is None or add is None:
         raise NoMatch("not h' = o * h(c'), c' = f * c + i * g")
     o_gate = None
-    for a, b in ((mul.inputs[0], mul.inputs[1]), (mul.inputs[1], mul.inputs[0])):
+    for a, b in _operands(mul):
         t, s = _act(a), _act(b)
         if t is not None and t[1] is c_new and s is not None:
             o_gate = (t[0], s)
@@ -404,12 +411,12 @@ def spelled_lstm(h_new: oir.Value, c_new: oir.Value, h_state: oir.Value, c_state
         raise NoMatch("c' is not a sum of two products")
     found = None
     for mf, mi in ((m1, m2), (m2, m1)):
-        for c_prev, f in ((mf.inputs[0], mf.inputs[1]), (mf.inputs[1], mf.inputs[0])):
+        for c_prev, f in _operands(mf):
             fs = _act(f)
             if c_prev is None or view_root(c_prev)[0] is not c_state or fs is None or fs[0] != f_act \
                     or _rank(c_prev) != 2:
                 continue
-            for i, g in ((mi.inputs[0], mi.inputs[1]), (mi.inputs[1], mi.inputs[0])):
+            for i, g in _operands(mi):
                 si, tg = _act(i), _act(g)  # i * g is symmetric: with g = f either order is the same product
                 if si is not None and tg is not None and si[0] == f_act:
                     found = (c_prev, fs[1], si[1], tg)
@@ -421,7 +428,7 @@ def spelled_lstm(h_new: oir.Value, c_new: oir.Value, h_state: oir.Value, c_state
     if len({g.width for g in gates}) != 1:
         raise NoMatch("gate widths differ")
     h_in = gates[0].parts["h"][0]
-    cell = _assemble("LSTM", gates, ["x"] * 4, ["h"] * 4, None, reader, h_in, c_prev,
+    cell = _assemble("LSTM", gates, None, reader, h_in, c_prev,
                      activation_attrs([f_act, g_act, h_act], ["Sigmoid", "Tanh", "Tanh"]))
     cell.h_out[h_new] = "2"
     cell.c_out[c_new] = "2"
@@ -447,11 +454,11 @@ def spelled_gru(h_new: oir.Value, h_state: oir.Value, x: oir.Value) -> Cell:
         raise NoMatch("h' is not a sum of two products")
     found = None
     for mz, mn in ((m1, m2), (m2, m1)):
-        for z, hp in ((mz.inputs[0], mz.inputs[1]), (mz.inputs[1], mz.inputs[0])):
+        for z, hp in _operands(mz):
             za = _act(z)
             if za is None or hp is None or view_root(hp)[0] is not h_state or _rank(hp) != 2:
                 continue
-            for zc, n in ((mn.inputs[0], mn.inputs[1]), (mn.inputs[1], mn.inputs[0])):
+            for zc, n in _operands(mn):
                 if _one_minus(zc) is z and (t := _act(n)) is not None:
                     found = (za, t)
     if found is None:
@@ -465,11 +472,11 @@ def spelled_gru(h_new: oir.Value, h_state: oir.Value, x: oir.Value) -> Cell:
     after = None
     nadd = producer(n_pre, "Add")
     if nadd is not None:
-        for p, q in ((nadd.inputs[0], nadd.inputs[1]), (nadd.inputs[1], nadd.inputs[0])):
+        for p, q in _operands(nadd):
             rm = producer(q, "Mul")
             if rm is None:
                 continue
-            for r, lh in ((rm.inputs[0], rm.inputs[1]), (rm.inputs[1], rm.inputs[0])):
+            for r, lh in _operands(rm):
                 ra = _act(r)
                 if ra is None or ra[0] != f_act:
                     continue
@@ -505,7 +512,7 @@ def _gru_cell(gates: list[Linear], rb: list[np.ndarray] | None, lbr: int, reader
         raise NoMatch("the gates read different views of the state")
     if not lbr:
         gates[2].parts["h"] = (h_in, gates[2].parts["h"][1])  # (r * h) R: ONNX multiplies r with the same state
-    cell = _assemble("GRU", gates, ["x"] * 3, ["h"] * 3, rb, reader, h_in, None, {"linear_before_reset": lbr, **acts})
+    cell = _assemble("GRU", gates, rb, reader, h_in, None, {"linear_before_reset": lbr, **acts})
     cell.h_out[h_new] = "2"
     return cell
 
@@ -517,7 +524,7 @@ def spelled_rnn(h_new: oir.Value, h_state: oir.Value, x: oir.Value) -> Cell:
         raise NoMatch("h' is not an activation of a linear form")
     reader = _Reader(view_root(x)[0], h_state)
     gate = _gate(reader, a[1], None, {"x", "h"})
-    cell = _assemble("RNN", [gate], ["x"], ["h"], None, reader, gate.parts["h"][0], None,
+    cell = _assemble("RNN", [gate], None, reader, gate.parts["h"][0], None,
                      activation_attrs([a[0]], ["Tanh"]))
     cell.h_out[h_new] = "2"
     return cell

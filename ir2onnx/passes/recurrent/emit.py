@@ -1,8 +1,11 @@
 """Emission of a fused loop: the ONNX LSTM/GRU/RNN node (or a step peeled before it), its initial states, its
-outputs in the layouts the loop returned them.
+outputs in the layouts the loop returned them. What to emit comes as one `FusionPlan`, which fuse.py builds.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import onnx_ir as oir
@@ -21,6 +24,57 @@ from ir2onnx.passes.rewrite import (
 )
 
 
+class Final(NamedTuple):
+    """A carried state's final value: the initial one ("same"), or the node's Y_h ("h") or Y_c ("c") in the body
+    value's `form` ("seq", "3", "2"; None for "same") with the `glue` after it."""
+
+    state: State
+    kind: str
+    form: str | None
+    glue: list[oir.Node]
+
+class Copy(NamedTuple):
+    """A state whose final value is another's (`source`), through `glue` (Keras 2's masked last output)."""
+
+    state: State
+    source: State
+    glue: list[oir.Node]
+
+class Stacked(NamedTuple):
+    """A per-step value stacked by the loop (a scan output, or a buffer written row by row): the node's Y."""
+
+    outer: oir.Value  # the loop's stacked value
+    form: str  # the body value's form of the new hidden state
+    glue: list[oir.Node]
+    flip: bool  # stacked in the other time order than the node runs
+    axis: int  # where the steps are stacked
+    rank: int  # the stacked value's rank (read only where axis is not 0)
+    kept: bool  # a row past its length holds its last value (Keras masking) instead of zeros
+
+class LastRow(NamedTuple):
+    """A one-row buffer holding the last step's new hidden state (TensorFlow's last output): the node's Y_h."""
+
+    state: State
+    form: str
+    glue: list[oir.Node]
+
+@dataclass(frozen=True)
+class FusionPlan:
+    """A loop to fuse: its view, the cell one step runs, the states the cell reads, the per-row lengths (masked
+    steps), and how each of the loop's outputs is taken from the fused node. A plan for `peel` has only the first
+    four."""
+
+    view: LoopView
+    cell: Cell
+    h_state: State | None
+    c_state: State | None
+    lens: oir.Value | None = None
+    finals: tuple[Final, ...] = ()
+    copies: tuple[Copy, ...] = ()
+    held: tuple[Final, ...] = ()  # states held at each row's last step (from the Y_h/Y_c of that step)
+    stacked: tuple[Stacked, ...] = ()
+    lasts: tuple[LastRow, ...] = ()
+
 def used(v: oir.Value) -> bool:
     return bool(v.uses()) or v.is_graph_output()
 
@@ -38,57 +92,55 @@ def _from(em: Emitter, base: oir.Value, form: str, time_axis: bool) -> oir.Value
         return em.squeeze(base, [axis])
     return base
 
-def emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
-          plan: list[tuple[State, str, str | None, list[oir.Node]]],
-          stacked: list[tuple[oir.Value, str, list[oir.Node], bool, int, int, bool]],
-          lasts: list[tuple[State, str, list[oir.Node]]], lens: oir.Value | None = None,
-          copies: list[tuple[State, State, list[oir.Node]]] = (),  # type: ignore[assignment]
-          holders: list[tuple[State, str, str, list[oir.Node]]] = ()) -> None:  # type: ignore[assignment]
+def emit(em: Emitter, plan: FusionPlan) -> None:
+    """Replace the loop by the fused node, each of its used outputs rebuilt from Y, Y_h, Y_c."""
+    view, lens = plan.view, plan.lens
     node = view.node
-    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state, lens)
-    held = _held(em, y, y_h) if lens is not None and any(s[6] for s in stacked) else y
+    x, y, y_h, y_c = _emit_node(em, plan)
+    y_held = _held(em, y, y_h) if lens is not None and any(s.kept for s in plan.stacked) else y
     replacements: dict[oir.Value, oir.Value] = {}
     or_initial = _OrInitial(em, view, x)
     ran: dict[int, oir.Value] = {}  # a state's (by id) final value once an iteration ran
 
-    def final_of(s: State, kind: str, form: str | None, chain: list[oir.Node]) -> oir.Value:
-        if id(s) not in ran:
-            base = y_h if kind == "h" else y_c
-            assert base is not None and form is not None
-            ran[id(s)] = em.replay(chain, _from(em, base, form, False), lifted=False)
-        return ran[id(s)]
+    def final_of(f: Final) -> oir.Value:
+        if id(f.state) not in ran:
+            base = y_h if f.kind == "h" else y_c
+            assert base is not None and f.form is not None
+            ran[id(f.state)] = em.replay(f.glue, _from(em, base, f.form, False), lifted=False)
+        return ran[id(f.state)]
 
-    planned = {id(p[0]): p for p in plan}
-    for s, kind, form, chain in plan:
+    planned = {id(f.state): f for f in plan.finals}
+    for f in plan.finals:
+        s = f.state
         if not used(s.final):
             continue
-        if kind == "same":
+        if f.kind == "same":
             replacements[s.final] = s.init
             continue
-        replacements[s.final] = or_initial(final_of(s, kind, form, chain), s)
-    for s, src, chain in copies:
+        replacements[s.final] = or_initial(final_of(f), s)
+    for s, src, chain in plan.copies:
         if used(s.final):
-            replacements[s.final] = or_initial(em.replay(chain, final_of(*planned[id(src)]), lifted=False), s)
-    if any(used(s.final) for s, *_ in holders):
+            replacements[s.final] = or_initial(em.replay(chain, final_of(planned[id(src)]), lifted=False), s)
+    if any(used(f.state.final) for f in plan.held):
         # a row's last step is one of the loop's when its length is in [1, steps]; else the held value stays
         assert lens is not None
         wide = _int64(em, lens)
         steps = em.op1("Shape", [x], {"start": 0, "end": 1})
         in_range = em.op1("And", [em.op1("GreaterOrEqual", [wide, em.i64([1])]), em.op1("LessOrEqual", [wide, steps])])
         in_range = em.op1("Reshape", [in_range, em.i64([-1, 1])])
-        for s, kind, form, chain in holders:
-            if used(s.final):
-                replacements[s.final] = em.op1("Where", [in_range, final_of(s, kind, form, chain), s.init])
-    for outer, form, chain, flip, axis, rank, kept in stacked:
+        for f in plan.held:
+            if used(f.state.final):
+                replacements[f.state.final] = em.op1("Where", [in_range, final_of(f), f.state.init])
+    for outer, form, chain, flip, axis, rank, kept in plan.stacked:
         if not used(outer):
             continue
-        v = _from(em, held if kept else y, form, True)
+        v = _from(em, y_held if kept else y, form, True)
         if flip:
             v = em.reverse(v)
         v = em.replay(chain, v, lifted=True)
         v = em.move0(v, axis, rank)
         replacements[outer] = v
-    for s, form, chain in lasts:  # a one-row buffer holding the last step's row (the initial row when none ran)
+    for s, form, chain in plan.lasts:  # a one-row buffer holding the last step's row (the initial row when none ran)
         if used(s.final):
             last = em.unsqueeze(em.replay(chain, _from(em, y_h, form, False), lifted=False), [0])
             replacements[s.final] = or_initial(last, s)
@@ -109,26 +161,27 @@ def emit(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state
     _detach(node)
     graph.remove(node)  # type: ignore[union-attr]
 
-def peel(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None) -> None:
+def peel(em: Emitter, plan: FusionPlan) -> None:
     """A loop whose body runs this cell and more (a stacked network in one loop: Keras StackedRNNCells, TensorFlow 1's
     MultiRNNCell): the cell runs before the loop as one node over the sequence, and the body reads its new hidden
     state from that node's output (a Gather at the step read's index) instead of computing it; its carried states
     pass through unchanged, their final values taken from the node. The loop, one cell shorter, is fused again.
     Only a spelled-out cell ([batch, hidden] states) over a Scan's scan input or a step read by Gather or Slice
     (at the time index, which the body's Gather then reads), whose previous states nothing else in the body reads."""
+    view, cell = plan.view, plan.cell
     node = view.node
     body: oir.Graph = node.attributes["body"].value
     read = view.x.producer()
     h_new = next((v for v, form in cell.h_out.items() if form == "2"), None)
     c_new = next((v for v, form in cell.c_out.items() if form == "2"), None)
-    states = [(st, new) for st, new in ((h_state, h_new), (c_state, c_new)) if st is not None]
+    states = [(st, new) for st, new in ((plan.h_state, h_new), (plan.c_state, c_new)) if st is not None]
     at = read.inputs[1] if read is not None and read.op_type in ("Gather", "Slice") else None  # the time index
     gathered = at is not None and shape_of(at) in ((), (1,))
     if not (gathered or (node.op_type == "Scan" and view.x in body.inputs)) or h_new is None \
             or any(new is None or view_root(st.body_out)[0] is not new for st, new in states) \
             or _still_read(body, h_new, states):
         raise NoMatch("a carried value is not the cell's new state")
-    x, y, y_h, y_c = _emit_node(em, view, cell, h_state, c_state)
+    x, y, y_h, y_c = _emit_node(em, plan)
     steps = em.squeeze(y, [1])  # [T, B, H] in time order
     or_initial = _OrInitial(em, view, x)
     finals = []
@@ -209,11 +262,11 @@ def _live_reads(body: oir.Graph, cut: oir.Value, dropped: set[oir.Value]) -> set
                 work.append(i)
     return reads
 
-def _emit_node(em: Emitter, view: LoopView, cell: Cell, h_state: State | None, c_state: State | None,
-               lens: oir.Value | None = None) -> tuple[oir.Value, oir.Value, oir.Value, oir.Value | None]:
-    """The fused node over the whole sequence: (its input, Y, Y_h, Y_c). `lens`: per-row lengths (masked steps),
-    clipped to [0, steps] (a longer length masks nothing, a negative one everything); a row of length 0 keeps its
+def _emit_node(em: Emitter, plan: FusionPlan) -> tuple[oir.Value, oir.Value, oir.Value, oir.Value | None]:
+    """The fused node over the whole sequence: (its input, Y, Y_h, Y_c). The plan's per-row lengths (masked steps)
+    are clipped to [0, steps] (a longer length masks nothing, a negative one everything); a row of length 0 keeps its
     initial states."""
+    view, cell, h_state, c_state, lens = plan.view, plan.cell, plan.h_state, plan.c_state, plan.lens
     _, x_chain = view_root(cell.x)
     x = em.replay(x_chain, view.stack_x(em), lifted=True)
     if cell.x_rank == 3:

@@ -15,14 +15,16 @@ Rule shape (as in onnxscript's rewriter): pattern = `analyse_scan`/`analyse_loop
 `fuse_rnn_cells` (which cell one step is); check = every loop output must be explained as the cell's new state, a
 value stacked per step, a buffer written row by row, a counter or a pass-through, each reached only through
 reshape-only glue (Reshape/Squeeze/Unsqueeze/Identity); any failure raises `NoMatch` with a readable reason, logged at
-debug level, and the loop stays as it is; rewrite = `_emit`. Because every output is rebuilt from the fused node's
-Y / Y_h / Y_c by the same glue, fusion does not change what the model computes (up to float summation order).
+debug level, and the loop stays as it is; rewrite = `emit` (or `peel`) of the `FusionPlan` that `fuse_loop` builds.
+Because every output is rebuilt from the fused node's Y / Y_h / Y_c by the same glue, fusion does not change what the
+model computes (up to float summation order).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import MutableSet
+from dataclasses import replace
 
 import onnx_ir as oir
 from onnx_ir.passes.common.unused_removal import RemoveUnusedNodesPass
@@ -31,7 +33,7 @@ from ir2onnx.passes.analysis.graph import NoMatch, all_nodes, producer, through
 from ir2onnx.passes.analysis.shapes import infer_shapes
 from ir2onnx.passes.analysis.values import filled_with, rank_of, shape_of, view_root
 from ir2onnx.passes.recurrent.cells import Cell, spelled_gru, spelled_lstm, spelled_rnn, step_node_cell
-from ir2onnx.passes.recurrent.emit import emit, peel, used
+from ir2onnx.passes.recurrent.emit import Copy, Final, FusionPlan, LastRow, Stacked, emit, peel, used
 from ir2onnx.passes.recurrent.loops import analyse_loop, analyse_scan, row_lengths
 from ir2onnx.passes.recurrent.views import LoopView, State
 from ir2onnx.passes.rewrite import (
@@ -151,11 +153,20 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
     cell = match_cell(view, mask)
     if view_root(cell.x)[0] is not view.x:
         raise NoMatch("the cell's input is not the current step of the sequence")
-    h_state = _state_of(view, cell.h_in, "hidden state")
-    c_state = _state_of(view, cell.c_in, "cell state")
-    plan: list[tuple[State, str, str | None, list[oir.Node]]] = []  # (state, kind, form, glue)
-    copies: list[tuple[State, State, list[oir.Node]]] = []  # (state, the state it copies, glue)
-    holders: list[tuple[State, str, str, list[oir.Node]]] = []  # (state, kind, form, glue): held at a row's last step
+    found = FusionPlan(view, cell, _state_of(view, cell.h_in, "hidden state"), _state_of(view, cell.c_in, "cell state"))
+    plan = _with_outputs(found, mask)
+    if plan is None:  # another cell's state, that may read this one's output: this cell computed first, outside
+        peel(Emitter(node, root, names), found)
+    else:
+        emit(Emitter(node, root, names), plan)
+
+def _with_outputs(found: FusionPlan, mask: _Mask) -> FusionPlan | None:
+    """`found` (view, cell, states) completed with how the fused node gives each loop output; None when a carried
+    value is another cell's (this cell is peeled); NoMatch when an output is not the cell's."""
+    view, cell, h_state, c_state = found.view, found.cell, found.h_state, found.c_state
+    finals: list[Final] = []
+    copies: list[Copy] = []
+    held: list[Final] = []
     unmasked: list[oir.Value] = []  # values read after the loop that no mask explains (wrong if there are lengths)
     for s in view.states:
         new = mask.last(s.body_out, s.body_in)
@@ -164,20 +175,19 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
             kind = "h" if r in cell.h_out else "c" if r in cell.c_out else None
             if kind is None or len(s.body_in.uses()) != 1 or rank_of(s.init) != 2:
                 raise NoMatch("a value held at a row's last step is not the cell's new [batch, hidden] state")
-            holders.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
+            held.append(Final(s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
             continue
         r, chain, how = mask.root(s.body_out, s.body_in)
         if r is s.body_in and all(n.op_type == "Identity" for n in chain):  # carried through unchanged
-            plan.append((s, "same", None, []))
+            finals.append(Final(s, "same", None, []))
             continue
         kind = "h" if r in cell.h_out else "c" if r in cell.c_out else None
         src = _copied(view, s, r) if kind is None else None
         if src is not None:
-            copies.append((s, src, chain))
+            copies.append(Copy(s, src, chain))
             continue
-        if kind is None:  # another cell's state, that may read this one's output: computed first, outside
-            peel(Emitter(node, root, names), view, cell, h_state, c_state)
-            return
+        if kind is None:
+            return None
         if (s is h_state and kind != "h") or (s is c_state and kind != "c"):
             raise NoMatch("the state fed back is not the one the cell reads")
         if mask.lens is not None and kind == "h" and s is not h_state and not _same_start(s, h_state):
@@ -186,10 +196,10 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
             raise NoMatch("a state zeroed past a row's length is read after the loop")
         if not how:
             unmasked.append(s.final)
-        plan.append((s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
+        finals.append(Final(s, kind, (cell.h_out if kind == "h" else cell.c_out)[r], chain))
     # per-step values: the new h, zero past a row's length (TensorFlow 1), or a masked state's value, which holds its
     # last one there (Keras masking: `kept`)
-    stacked: list[tuple[oir.Value, str, list[oir.Node], bool, int, int, bool]] = []
+    stacked: list[Stacked] = []
     for o in view.outputs:
         kept = _kept_state(view, o.body_out)
         r, chain, how = mask.root(o.body_out, kept.body_in if kept is not None else None)
@@ -200,9 +210,9 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
         rank = shape_of(o.body_out)
         if o.axis and rank is None:
             raise NoMatch("a stacked output of unknown rank")
-        stacked.append((o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1,
-                        how == "kept"))
-    lasts = []
+        stacked.append(Stacked(o.outer, cell.h_out[r], chain, view.reverse != o.reverse, o.axis, len(rank or ()) + 1,
+                               how == "kept"))
+    lasts: list[LastRow] = []
     for b in view.buffers:
         kept = _kept_state(view, b.row)  # the last row of a masked state is its final value
         r, chain, how = mask.root(b.row, kept.body_in if kept is not None else None)
@@ -213,9 +223,9 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
         if b.last:
             if how == "zeros":  # zeros in every row shorter than the loop: not Y_h
                 raise NoMatch("a last row zeroed past a row's length")
-            lasts.append((b.state, cell.h_out[r], chain))
+            lasts.append(LastRow(b.state, cell.h_out[r], chain))
         else:
-            stacked.append((b.state.final, cell.h_out[r], chain, view.reverse, 0, 0, how == "kept"))
+            stacked.append(Stacked(b.state.final, cell.h_out[r], chain, view.reverse, 0, 0, how == "kept"))
     for s, _ in view.counters:
         if used(s.final) and view.steps is None:
             raise NoMatch("a counter's final value depends on a dynamic length")
@@ -225,9 +235,10 @@ def fuse_loop(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> None:
         raise NoMatch("a value read after the loop is not masked past each row's length")
     if view.capped_by is not None and through(view.capped_by, "Cast") is not through(mask.lens, "Cast"):
         raise NoMatch("the loop may stop before the sequence ends")
-    if any(all(p[0] is not src or p[1] not in ("h", "c") for p in plan) for _, src, _ in copies):
+    if any(all(f.state is not c.source or f.kind not in ("h", "c") for f in finals) for c in copies):
         raise NoMatch("a carried value copies a state that is not the cell's")
-    emit(Emitter(node, root, names), view, cell, h_state, c_state, plan, stacked, lasts, mask.lens, copies, holders)
+    return replace(found, lens=mask.lens, finals=tuple(finals), copies=tuple(copies), held=tuple(held),
+                   stacked=tuple(stacked), lasts=tuple(lasts))
 
 class _Mask:
     """Per-row lengths: from a row's length on, the body keeps its states (TensorFlow 1's dynamic_rnn(sequence_length),

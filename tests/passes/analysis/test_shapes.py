@@ -126,3 +126,38 @@ def test_infer_shapes_types_values_in_bodies() -> None:
     infer_shapes(model)
     assert {name: (v.dtype, tuple(v.shape) if v.shape is not None else None) for name, v in values.items()} == {
         name: (oir.DataType.FLOAT, (2, 3)) for name in ("t", "r", "n", "s", "y")}
+
+
+def _node(op: str, inputs: list[oir.Value], n: int = 1, **attrs: object) -> oir.Node:
+    return oir.Node("", op, inputs, [oir.convenience.convert_attribute(k, v) for k, v in attrs.items()], num_outputs=n)
+
+
+def _declared(v: oir.Value, shape: tuple[int, ...]) -> oir.Value:
+    v.shape = oir.Shape(list(shape))
+    return v
+
+
+def _differences() -> list:
+    """(value, values.shape_of's answer, StaticShapes' answer): the differences the module docstring lists."""
+    run_time_cut = _node("Slice", [_value((4, 3)), _value((1,)), _value((1,)), _const([0])]).outputs[0]
+    constant = _node("Constant", [], value=oir.tensor(np.array([1], np.int64))).outputs[0]
+    return [
+        pytest.param(_node("Relu", [_value(("b", 3))]).outputs[0], (None, 3), None, id="unknown dims"),
+        pytest.param(_declared(_node("Slice", [_value((2, 6)), _const([0]), _const([3]), _const([1])]).outputs[0],
+                               (2, 3)), (2, None), (2, 3), id="declared shape"),
+        pytest.param(_declared(_node("Reshape", [_value((2, 3)), _const([3, 2])]).outputs[0], (2, 3)), (3, 2), (2, 3),
+                     id="stale declared shape"),
+        pytest.param(constant, None, (1,), id="Constant node"),
+        pytest.param(_node("Squeeze", [run_time_cut, _const([0])]).outputs[0], (3,), None, id="run-time Slice"),
+        pytest.param(_node("Add", [_value((2, 3)), _value((4,))]).outputs[0], (2, 3), None, id="no broadcast"),
+        pytest.param(_node("LSTM", [_value((5, 2, 4))], 3, hidden_size=8).outputs[0], None, (5, 1, 2, 8), id="LSTM"),
+        pytest.param(_node("Flatten", [_value((2, 3, 4))]).outputs[0], None, (2, 12), id="Flatten"),
+    ]
+
+
+@pytest.mark.parametrize("value,partial,static", _differences())
+def test_differs_from_shape_of(value: oir.Value, partial: tuple | None, static: tuple | None) -> None:
+    """Two analyses on purpose (see the module docstring): neither is the other's answer."""
+    from ir2onnx.passes.analysis.values import shape_of
+
+    assert (shape_of(value), StaticShapes()(value)) == (partial, static)
