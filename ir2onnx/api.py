@@ -31,7 +31,7 @@ log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-                  skip_passes: Iterable[str] = (), quantization: str = "exact") -> oir.Model:
+                  skip_passes: Iterable[str] = (), quantization: str = "onnx") -> oir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
@@ -40,8 +40,8 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     `device`: the onnxruntime execution provider the model is made for, "cpu" or "cuda". For "cuda", fused RNN and
     GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them).
     `skip_passes`: passes (class names) or stages of passes/pipeline.py left out.
-    `quantization`: FakeQuantize layers "exact" (OpenVINO's arithmetic) or "onnx": QuantizeLinear +
-    DequantizeLinear where their grid is an 8-bit integer one (within one quantization step of OpenVINO)."""
+    `quantization`: FakeQuantize layers "onnx" (QuantizeLinear + DequantizeLinear where their grid is an 8-bit
+    integer one, within one quantization step of OpenVINO; the default) or "exact" (OpenVINO's arithmetic)."""
     model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
                         device=device, defer=False, skip_passes=skip_passes,
                         quantization=quantization)
@@ -64,7 +64,7 @@ class _Refused(Exception):
 
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
              f16_as_f32: bool, device: str, defer: bool,
-             skip_passes: Iterable[str] = (), quantization: str = "exact") -> tuple[oir.Model, _Deferred | None]:
+             skip_passes: Iterable[str] = (), quantization: str = "onnx") -> tuple[oir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
@@ -123,7 +123,7 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
             optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-            skip_passes: Iterable[str] = (), quantization: str = "exact") -> onnx.ModelProto:
+            skip_passes: Iterable[str] = (), quantization: str = "onnx") -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
     return oir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
                                      f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes,
@@ -134,7 +134,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None,
                  f16_as_f32: bool = False, device: str = "cpu", skip_passes: Iterable[str] = (),
-                 quantization: str = "exact") -> Path:
+                 quantization: str = "onnx") -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,

@@ -280,10 +280,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--fuse", action=argparse.BooleanOptionalAction, default=True,
                    help="fuse loops over one LSTM/GRU/RNN cell into one ONNX LSTM/GRU/RNN node (default: on; "
                         "--no-fuse keeps the loops)")
-    c.add_argument("--quantization", choices=("exact", "onnx"), default="exact",
-                   help="FakeQuantize layers as OpenVINO computes them (exact, the default) or, where their grid is "
-                        "an 8-bit integer one, as ONNX QuantizeLinear + DequantizeLinear (onnx: within one "
-                        "quantization step of OpenVINO; runtimes see the model as quantized)")
+    c.add_argument("--quantization", choices=("onnx", "exact"), default="onnx",
+                   help="FakeQuantize layers whose grid is an 8-bit integer one as ONNX QuantizeLinear + "
+                        "DequantizeLinear (onnx, the default: within one quantization step of OpenVINO; runtimes see "
+                        "the model as quantized), or all of them as OpenVINO computes them (exact)")
     c.add_argument("--skip-pass", action="append", metavar="NAME",
                    help="leave out one pass (its class name) or stage of the pipeline (repeatable): to find which "
                         "pass changes a result; the names are listed on a wrong one")

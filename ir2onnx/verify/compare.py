@@ -11,7 +11,8 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: float, atol: float, *,
-                   scaled: bool = False, step: float | None = None) -> OutputComparison:
+                   scaled: bool = False, step: float | None = None,
+                   ties: np.ndarray | None = None) -> OutputComparison:
     """`scaled` (the check's comparison): `atol` in units of the reference's root mean square where that is above 1.
     Rounding in a sum grows with its terms, not with the result: an output of magnitude ~100 from sums over hundreds
     of channels carries ~1e-4 of f32 rounding in both runtimes at its values near zero.
@@ -22,7 +23,9 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
     land a unit apart anyway.
 
     `step`: the output is quantized with that step (verify/quantized.py): values one step apart are a correct
-    conversion, and the error is also reported in steps."""
+    conversion, and the error is also reported in steps. `ties`: per element, how far the output moves when the
+    model's QuantizeLinear inputs near a rounding tie round the other way (verify/quantized.py): differences up to
+    twice that are what the two runtimes' rounding at ties explains."""
     if ref is None:
         return OutputComparison(name, tuple(got.shape), None, str(got.dtype), None, None, True, "not compared")
     shape_ok = tuple(got.shape) == tuple(ref.shape)
@@ -36,6 +39,7 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
         return OutputComparison(name, tuple(got.shape), tuple(ref.shape), "string", 0.0 if same else 1.0,
                                 0.0 if same else 1.0, same, "" if same else "strings differ")
     exact = got.dtype.kind in "biu" or ref.dtype.kind in "biu"
+    tie_note = False
     a = got.astype(np.float64)
     r = ref.astype(np.float64)
     both_nan = np.isnan(a) & np.isnan(r)
@@ -56,11 +60,17 @@ def compare_output(name: str, got: np.ndarray, ref: np.ndarray | None, rtol: flo
                 tol = np.maximum(tol, bf16_unit(r))
             if step is not None:
                 tol = np.maximum(tol, step * (1 + 1e-4))
+            strict = bool(np.all((diff <= tol) | both_nan | (diff == 0)))
+            if ties is not None and ties.shape == diff.shape:
+                tol = tol + 2 * np.where(np.isfinite(ties), ties, 0.0)
             ok = bool(np.all((diff <= tol) | both_nan | (diff == 0)))
+            tie_note = ok and not strict
     steps = max_abs / step if step and not exact else None
     message = "" if ok else ("values differ" if not exact else "integer values differ")
     if steps is not None:
         message = f"{steps:.3g} quantization steps" + (f"; {message}" if message else "")
+    if tie_note:
+        message = "within what rounding at quantization ties explains" + (f"; {message}" if message else "")
     return OutputComparison(name, tuple(got.shape), tuple(ref.shape), str(got.dtype), max_abs, max_rel, ok,
                             message, steps)
 

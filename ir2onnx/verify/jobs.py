@@ -16,7 +16,7 @@ import onnx
 from ir2onnx.errors import CheckError
 from ir2onnx.markers import STATES
 from ir2onnx.verify.compare import compare_output
-from ir2onnx.verify.isolate import Job, RunResult, RuntimeFailure
+from ir2onnx.verify.isolate import Job, RunResult, RuntimeFailure, run_jobs
 from ir2onnx.verify.quantized import holds_quantizers, output_steps
 from ir2onnx.verify.report import CheckReport, OutputComparison, Placement
 
@@ -95,8 +95,10 @@ def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> Check
 
 
 def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResult | None,
-           notes: list[str], common: dict, rtol: float, atol: float, **extra: object) -> CheckReport:
-    """The report from both runs' model outputs (the first len(outputs) arrays of each)."""
+           notes: list[str], common: dict, rtol: float, atol: float, *,
+           ties: list[np.ndarray | None] | None = None, **extra: object) -> CheckReport:
+    """The report from both runs' model outputs (the first len(outputs) arrays of each). `ties`: per output, what
+    rounding at quantization ties can move it by (tie_slack)."""
     names = [o.name for o in proto.graph.output]
     if isinstance(got, RuntimeFailure):
         return CheckReport((), notes=tuple(notes), failure=f"onnxruntime {got.reason}", **common, **extra)
@@ -110,9 +112,31 @@ def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResu
     taken = {i.name for i in proto.graph.input}  # an output computed from an input cannot take its name in ONNX
     steps = output_steps(proto) if holds_quantizers(proto) else {}
     for i, (name, g, r) in enumerate(zip(names, got.arrays[: len(names)], refs)):
-        row = compare_output(name, g, r, rtol, atol, scaled=True, step=steps.get(name))
+        row = compare_output(name, g, r, rtol, atol, scaled=True, step=steps.get(name),
+                             ties=ties[i] if ties is not None and i < len(ties) else None)
         if i < len(ov_names) and ov_names[i] not in (None, name) and ov_names[i] not in taken:
             row = replace(row, passed=False, message=f"named '{ov_names[i]}' in OpenVINO" +
                           (f"; {row.message}" if row.message else ""))
         rows.append(row)
     return CheckReport(tuple(rows), notes=tuple(notes), placement=placement, **common, **extra)
+
+
+def tie_slack(model: onnx.ModelProto, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], got: RunResult,
+              device: str, timeout: float | None) -> list[np.ndarray | None] | None:
+    """Per model output, element by element, how far onnxruntime's result moves when the QuantizeLinear inputs near a
+    rounding tie round the other way (verify/quantized.py): two more runs of `model` (what `got` ran, with its weights;
+    written through `onnx_file`), nudged up and down. None when a nudged run fails."""
+    from ir2onnx.verify.quantized import nudged
+
+    runs = run_jobs([ort_job(onnx_file.write(nudged(model, s)), feed, device, timeout) for s in (1, -1)])
+    if any(isinstance(r, RuntimeFailure) for r in runs):
+        return None
+    out: list[np.ndarray | None] = []
+    for i, g in enumerate(got.arrays):
+        moved = [np.asarray(r.arrays[i]) for r in runs if i < len(r.arrays)]  # type: ignore[union-attr]
+        if g.dtype.kind != "f" or any(m.shape != g.shape for m in moved):
+            out.append(None)
+            continue
+        base = g.astype(np.float64)
+        out.append(np.max([np.abs(m.astype(np.float64) - base) for m in moved], axis=0))
+    return out

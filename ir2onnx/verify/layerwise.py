@@ -15,8 +15,9 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.translate import layer_map
 from ir2onnx.verify.compare import compare_output
 from ir2onnx.verify.isolate import RuntimeFailure, run_jobs
-from ir2onnx.verify.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure
+from ir2onnx.verify.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure, tie_slack
 from ir2onnx.verify.onnx_edit import defined_names, expose, find_body, standalone_body
+from ir2onnx.verify.quantized import holds_quantizers
 from ir2onnx.verify.report import CheckReport, LayerComparison, LayerwiseReport
 
 _SKIP = ("parameter", "const", "constant", "result")
@@ -50,13 +51,14 @@ class _Level:
         return out
 
     def compare(self, ports: list[tuple[Layer, int, str]], got: list[np.ndarray], ov: Mapping[tuple[str, int], np.ndarray],
-                rtol: float, atol: float) -> list[LayerComparison]:
+                rtol: float, atol: float, ties: list[np.ndarray | None] | None = None) -> list[LayerComparison]:
         rows = []
-        for (layer, port, name), g in zip(ports, got):
+        for i, ((layer, port, name), g) in enumerate(zip(ports, got)):
             ref = ov.get((layer.name, port))
             if ref is None:
                 continue
-            c = compare_output(name, g, ref, rtol, atol, scaled=True)
+            c = compare_output(name, g, ref, rtol, atol, scaled=True,
+                               ties=ties[i] if ties is not None and i < len(ties) else None)
             rows.append(LayerComparison(f"{self.prefix}{layer.id}", layer.name, layer.type, layer.line, port, name, c))
         return rows
 
@@ -89,7 +91,12 @@ def run_layerwise(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.
     n_out = len(proto.graph.output)
     if isinstance(got, RuntimeFailure):
         return finish(proto, got, ref, notes, common, rtol, atol)
-    rows = level.compare(ports, got.arrays[n_out:], _ov_layers(ref.info, ref.arrays), rtol, atol)
+    ties = out_ties = None
+    if holds_quantizers(proto):  # what rounding at quantization ties explains, layer by layer (verify/quantized.py)
+        slack = tie_slack(exposed, onnx_file, feed, got, device, timeout)
+        if slack is not None:
+            out_ties, ties = slack[:n_out], slack[n_out:]
+    rows = level.compare(ports, got.arrays[n_out:], _ov_layers(ref.info, ref.arrays), rtol, atol, ties)
     report = LayerwiseReport("", tuple(rows), notes=tuple(lw_notes))
     first = report.first_divergence
     if first is not None:
@@ -97,7 +104,7 @@ def run_layerwise(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.
         if layer.type_key in _LOOPS:
             report = LayerwiseReport("", tuple(rows), _descend(ir_model, onnx_file, feed, [layer], lmap, device,
                                                                rtol, atol, timeout, bin_path), tuple(lw_notes))
-    return finish(proto, got, ref, notes, common, rtol, atol, layerwise=report)
+    return finish(proto, got, ref, notes, common, rtol, atol, layerwise=report, ties=out_ties)
 
 
 def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarray], path: list[Layer],

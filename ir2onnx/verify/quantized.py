@@ -53,3 +53,37 @@ def _step(name: str, producer: dict[str, onnx.NodeProto], consts: dict[str, onnx
     sources = node.input if node.op_type == "Concat" else node.input[:1]
     found = [_step(s, producer, consts, seen) for s in sources if s]
     return None if not found or any(s is None for s in found) else max(found)  # type: ignore[type-var]
+
+
+# QuantizeLinear inputs scaled by 1 +- TIE_NUDGE: every value that close to a rounding tie rounds the other way
+TIE_NUDGE = 2.0**-18
+
+
+def nudged(model: onnx.ModelProto, sign: int) -> onnx.ModelProto:
+    """A copy of `model` (main graph and bodies) whose QuantizeLinear nodes quantize x * (1 + sign * TIE_NUDGE): the
+    values within that relative distance of a rounding tie land on the other side of it. OpenVINO's formula and
+    QuantizeLinear round apart only at values within a few float ulps of a tie, so how far the outputs move between
+    the nudged runs bounds, output element by output element, what such rounding can explain."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    _nudge(out.graph, sign, [0])
+    return out
+
+
+def _nudge(graph: onnx.GraphProto, sign: int, count: list[int]) -> None:
+    nodes = list(graph.node)
+    del graph.node[:]
+    for node in nodes:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _nudge(a.g, sign, count)
+            for g in a.graphs:
+                _nudge(g, sign, count)
+        if node.op_type == "QuantizeLinear" and node.domain in ("", "ai.onnx"):
+            count[0] += 1
+            factor, moved = f"ir2onnx_tie_nudge_{count[0]}", f"ir2onnx_tie_nudged_{count[0]}"
+            graph.node.append(onnx.helper.make_node("Constant", [], [factor], value=onnx.helper.make_tensor(
+                factor, onnx.TensorProto.FLOAT, [], [1.0 + sign * TIE_NUDGE])))
+            graph.node.append(onnx.helper.make_node("Mul", [node.input[0], factor], [moved]))
+            node.input[0] = moved
+        graph.node.append(node)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ class Case:
     # where OpenVINO is wrong: the right outputs computed with numpy from the input values (then the converted
     # model is compared with these instead of OpenVINO's)
     expected: Callable[..., Sequence[np.ndarray]] | None = None
+    convert: Mapping[str, Any] = field(default_factory=dict)  # conversion options (ir2onnx.convert's keywords)
 
 
 def params(cases: Sequence[Case]) -> list[Any]:
@@ -48,18 +49,18 @@ def run_case(case: Case, tmp_path: Path) -> None:
     model = ov.Model(results, ps)
     values = list(case.values) if case.values is not None else rng_inputs(case.inputs)
     if case.expected is not None:
-        check_against(model, values, case.expected(*values), tmp_path, case.rtol, case.atol)
+        check_against(model, values, case.expected(*values), tmp_path, case.rtol, case.atol, **case.convert)
         return
-    kwargs: dict[str, Any] = {"rtol": case.rtol, "atol": case.atol}
+    kwargs: dict[str, Any] = {"rtol": case.rtol, "atol": case.atol, **case.convert}
     if case.opset is not None:
         kwargs["opset"] = case.opset
     check_model(model, values, tmp_path, **kwargs)
 
 
 def check_against(model: Any, values: Sequence[np.ndarray], expected: Sequence[np.ndarray], tmp_path: Path,
-                  rtol: float, atol: float) -> None:
+                  rtol: float, atol: float, **convert: Any) -> None:
     """Convert and compare onnxruntime's outputs with `expected` (dtype, shape, values; integers exactly)."""
-    proto = convert_checked(save_ir(model, tmp_path))
+    proto = convert_checked(save_ir(model, tmp_path), **convert)
     got = run_onnxruntime(proto, {i.name: v for i, v in zip(proto.graph.input, values)})
     assert len(got) == len(expected)
     for g, want in zip(got, expected):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import ml_dtypes
@@ -107,4 +108,5 @@ for _dt in ("f8e4m3", "f8e5m2"):
 
 @pytest.mark.parametrize("case", params(CASES))
 def test_quantization(tmp_path: Path, case: Case) -> None:
-    run_case(case, tmp_path)
+    """OpenVINO's FakeQuantize arithmetic, exactly (test_quantization_qdq.py: ONNX's quantized form)."""
+    run_case(replace(case, convert={"quantization": "exact"}), tmp_path)

@@ -90,7 +90,7 @@ def test_quantized_weights_are_stored_as_8_bit_integers(tmp_path: Path) -> None:
     proto = ir2onnx.convert(xml, quantization="onnx")
     weights = [i for i in proto.graph.initializer if len(i.dims) == 4]
     assert [w.data_type for w in weights] == [3]  # INT8
-    exact = ir2onnx.convert(xml)
+    exact = ir2onnx.convert(xml, quantization="exact")
     assert count_ops(exact, "QuantizeLinear") == count_ops(exact, "DequantizeLinear") == 0
 
 
@@ -137,3 +137,35 @@ def test_info_and_the_log_count_the_forms(tmp_path: Path, caplog: pytest.LogCapt
     xml = save_ir(_activation((2, 16), -1.0, 1.0, 16), tmp_path / "other")
     assert main(["info", str(xml)]) == 0
     assert "1 kept exact: 16 levels" in capsys.readouterr().out
+
+
+def test_the_check_explains_a_tie_flip_downstream_and_still_catches_a_wrong_weight(tmp_path: Path) -> None:
+    """A quantized input past a rounding tie moves a MatMul's output by a step times its weights: the check judges
+    that against how far rounding at ties moves the output (nudged runs) and passes; a changed weight still fails."""
+    w = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    x = ops.parameter([1, 4], np.float32, name="x")
+    y = ops.matmul(_fq(x, -1.0, 1.0 * 127 / 128, 256), ops.constant(w), False, False)
+    xml = save_ir(ov.Model([y], [x], "fq_matmul"), tmp_path)
+    proto = ir2onnx.convert(xml)  # the default: quantization="onnx"
+    assert count_ops(proto, "QuantizeLinear") == 1
+    feed = {"x": np.array([[0.16015626, -0.050781254, 0.3, -0.7]], np.float32)}  # two values just past a tie
+    got = run_onnxruntime(proto, feed)[0]
+    assert np.abs(got - _ov(xml, feed["x"])).max() > 1e-3, "no tie flip: the test shows nothing"
+    report = ir2onnx.check(xml, proto, inputs=feed)
+    assert report.passed, report.outputs
+    assert "rounding at quantization ties" in report.outputs[0].message
+    weight = next(t for t in proto.graph.initializer if list(t.dims) == [4, 3])
+    weight.CopyFrom(onnx.numpy_helper.from_array(w * np.float32(1.01), weight.name))  # a wrong conversion
+    assert not ir2onnx.check(xml, proto, inputs=feed).passed
+
+
+def test_layerwise_names_no_divergence_on_a_tie_flip(tmp_path: Path) -> None:
+    w = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    x = ops.parameter([1, 4], np.float32, name="x")
+    y = ops.relu(ops.matmul(_fq(x, -1.0, 1.0 * 127 / 128, 256), ops.constant(w), False, False))
+    xml = save_ir(ov.Model([y], [x], "fq_matmul"), tmp_path)
+    feed = {"x": np.array([[0.16015626, -0.050781254, 0.3, -0.7]], np.float32)}
+    report = ir2onnx.check(xml, inputs=feed, layerwise=True)
+    assert report.passed and report.layerwise is not None
+    assert report.layerwise.first_divergence is None
+    assert {lc.type for lc in report.layerwise.layers} >= {"FakeQuantize", "MatMul"}
