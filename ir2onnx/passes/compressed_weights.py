@@ -320,7 +320,8 @@ def _broadcast(wshape: tuple[int, ...], shapes: list[tuple[int, ...]]) -> tuple[
 
 def _form(wshape: tuple[int, ...], params: tuple[int, ...]) -> _Form | None:
     """The DequantizeLinear for a weight of `wshape` whose scale and zero point broadcast from `params`: per tensor on
-    the flat weight; per channel on a rank-3 view (before, channels, after) with axis 1; groups along the last axis
+    the flat weight; per channel on a rank-3 view (before, channels, after) with axis 1 (a 2-D weight per row:
+    (rows, 1, columns) with axis 0, which OpenVINO's ONNX frontend reads right); groups along the last axis
     as per channel on a [groups, group] view (one row per group); groups along another axis by blocks (opset 21).
     Never the weight's own shape: a DequantizeLinear of rank 2 feeding a MatMul (through a Transpose or a Cast) is
     what onnxruntime fuses into MatMulNBits, which by default quantizes the activations to int8."""
@@ -330,6 +331,8 @@ def _form(wshape: tuple[int, ...], params: tuple[int, ...]) -> _Form | None:
     if len(full) == 1:
         a = full[0]
         spread = tuple(w if i == a else 1 for i, w in enumerate(wshape))
+        if a == 0 and len(wshape) == 2:  # MatMul and Gather weights: OpenVINO's ONNX reader mis-reads (1, N, K), axis 1
+            return _Form((wshape[0], 1, wshape[1]), 0, 0, (wshape[0],), spread)
         return _Form((math.prod(wshape[:a]), wshape[a], math.prod(wshape[a + 1:])), 1, 0, (wshape[a],), spread)
     reduced = [i for i, (p, w) in enumerate(zip(params, wshape)) if p == 1 and w > 1]
     if len(reduced) != 1:
