@@ -14,6 +14,9 @@ class IRReadError(ConversionError):
     """The XML or the weights file cannot be read (malformed, missing, truncated)."""
 
 
+_SHOWN = 10  # problems listed in a message; the rest are counted (all are in `problems`)
+
+
 class IRValidationError(ConversionError):
     """The IR was read but is inconsistent: dangling edges, cycles, bad port maps, bad Const ranges."""
 
@@ -22,7 +25,10 @@ class IRValidationError(ConversionError):
         if len(self.problems) == 1:
             text = self.problems[0]
         else:
-            text = f"{len(self.problems)} problems in the IR:\n" + "\n".join(f"  - {p}" for p in self.problems)
+            shown = self.problems[:_SHOWN]
+            text = f"{len(self.problems)} problems in the IR:\n" + "\n".join(f"  - {p}" for p in shown)
+            if len(self.problems) > _SHOWN:
+                text += f"\n  ... and {len(self.problems) - _SHOWN} more"
         super().__init__(text)
 
 

@@ -101,6 +101,7 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
         filled[key] = e.line
     if problems:
         return
+    outside: list[tuple[Layer, int, int]] = []  # Consts whose bytes lie past the .bin's end: their byte ranges
     for layer in g.layers:
         for i, p in enumerate(layer.inputs):
             if (layer.id, i) not in filled:
@@ -112,8 +113,7 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
                 problems.append(
                     f"{layer.where()}: size {c.size} is too small for {c.element_type.name}{list(c.shape)} ({need} bytes)")
             elif c.offset + c.size > bin_size:
-                problems.append(
-                    f"{layer.where()}: bytes [{c.offset}, {c.offset + c.size}) lie outside the {bin_size}-byte .bin")
+                outside.append((layer, c.offset, c.offset + c.size))
         if layer.const is not None and layer.const.element_type.name in _WEIGHT_ONLY:
             for e in g.edges:
                 dst = seen[e.to_layer]
@@ -141,7 +141,22 @@ def _check_graph(g: Graph, bin_size: int | None, problems: list[str]) -> None:
         else:
             for body in layer.bodies:
                 _check_graph(body.graph, bin_size, problems)
+    if outside:
+        problems.append(_outside(outside, bin_size))
     _check_acyclic(g, problems)
+
+
+def _outside(outside: list[tuple[Layer, int, int]], bin_size: int | None) -> str:
+    """One problem for the Consts whose bytes lie past the .bin's end (a truncated .bin names every later Const):
+    how many, the size they need, the first few."""
+    if len(outside) == 1:
+        layer, start, end = outside[0]
+        return f"{layer.where()}: bytes [{start}, {end}) lie outside the {bin_size}-byte .bin"
+    need = max(end for _, _, end in outside)
+    first = ", ".join(layer.where() for layer, _, _ in outside[:3])
+    more = f" and {len(outside) - 3} more" if len(outside) > 3 else ""
+    return (f"{len(outside)} Consts lie outside the {bin_size}-byte .bin, which is truncated or another IR's (they "
+            f"need {need} bytes): {first}{more}")
 
 
 def _check_acyclic(g: Graph, problems: list[str]) -> None:

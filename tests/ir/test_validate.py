@@ -266,3 +266,26 @@ def test_unsupported_ops_listed_at_once_with_layers(tmp_path: Path) -> None:
         ir2onnx.convert_file(xml, tmp_path / "out.onnx")
     assert "FancyAdd (opset1) x1" in str(info.value) and "layer 2 'add'" in str(info.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bin", "m.xml"]
+
+
+def test_a_truncated_bin_is_one_short_problem(tmp_path: Path) -> None:
+    """A .bin cut short puts every later Const outside it: one line says how many, the size they need and the first
+    three, not one line per Const."""
+    ov = pytest.importorskip("openvino")
+    import openvino.opset13 as ops
+
+    x = ops.parameter([4], np.float32, name="x")
+    y = x
+    for i in range(30):
+        y = ops.add(y, ops.constant(np.full(4, i, np.float32)))
+    xml = tmp_path / "model.xml"
+    ov.save_model(ov.Model([y], [x]), str(xml), compress_to_fp16=False)
+    data = xml.with_suffix(".bin").read_bytes()
+    xml.with_suffix(".bin").write_bytes(data[:20])
+    with pytest.raises(IRValidationError) as e:
+        ir2onnx.convert(xml)
+    message = str(e.value)
+    assert len(message.splitlines()) == 1
+    assert f"29 Consts lie outside the 20-byte .bin, which is truncated or another IR's (they need {len(data)} bytes)" \
+        in message and message.endswith("and 26 more")
+    assert len(e.value.problems) == 1
