@@ -70,3 +70,28 @@ def test_bf16_outputs_pass_within_one_unit_of_bf16() -> None:
     two = ref + np.array([2.0**-7, 0.0, 0.0, 0.0], np.float32)
     assert not compare_output("y", two.astype(bf16), ref.astype(bf16), 1e-5, 1e-6).passed
     assert not compare_output("y", one, ref, 1e-5, 1e-6).passed
+
+
+def test_an_intermediate_layer_is_judged_against_its_largest_magnitude() -> None:
+    """f32 noise of 2e-5 on a value near zero, in a tensor whose values reach 3 (a convolution's output): a phantom
+    with the outputs' tolerances, a pass within the intermediate layers' allowance; 1% of the peak still fails."""
+    ref = np.array([3.0, -2.5, 1e-4, 0.5], np.float32)
+    noisy = ref + np.array([0, 0, 2e-5, 0], np.float32)
+    assert not compare_output("y", noisy, ref, 1e-4, 1e-5, scaled=True).passed
+    assert compare_output("y", noisy, ref, 1e-4, 1e-5, scaled=True, peak_rtol=2e-5 * np.sqrt(10)).passed
+    wrong = ref + np.array([0, 0, 0.03, 0], np.float32)
+    assert not compare_output("y", wrong, ref, 1e-4, 1e-5, scaled=True, peak_rtol=2e-5 * np.sqrt(10)).passed
+
+
+def test_layer_depths_count_the_longest_path() -> None:
+    from ir2onnx.ir import load
+    from ir2onnx.verify.layerwise import _depths
+
+    model, _ = load(str(Path(__file__).resolve().parents[2] / "samples" / "ti_lstm" / "model.xml"))
+    depth = _depths(model.graph)
+    params = [layer.id for layer in model.graph.parameters]
+    assert all(depth[p] == 1 for p in params)
+    results = [layer.id for layer in model.graph.results]
+    assert all(depth[r] == max(depth.values()) or depth[r] > 1 for r in results)
+    order = [layer.id for layer in model.graph.topological_order()]
+    assert max(depth.values()) <= len(order)
