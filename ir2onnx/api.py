@@ -31,7 +31,8 @@ log = logging.getLogger("ir2onnx")
 
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-                  skip_passes: Iterable[str] = (), quantization: str = "onnx") -> oir.Model:
+                  skip_passes: Iterable[str] = (), quantization: str = "onnx",
+                  pass_limit: int | None = None) -> oir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
@@ -41,10 +42,12 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     GRU nodes stay nodes (on the CPU, some become Scans or chunks: onnxruntime's CPU kernels are slow for them).
     `skip_passes`: passes (class names) or stages of passes/pipeline.py left out.
     `quantization`: FakeQuantize layers "onnx" (QuantizeLinear + DequantizeLinear where their grid is an 8-bit
-    integer one, within one quantization step of OpenVINO; the default) or "exact" (OpenVINO's arithmetic)."""
+    integer one, within one quantization step of OpenVINO; the default) or "exact" (OpenVINO's arithmetic).
+    `pass_limit`: only the first that many optimising passes run (`model.meta["ir2onnx.passes_applied"]` lists the
+    passes a conversion ran; ir2onnx.verify.bisect finds the first that changes a result)."""
     model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
                         device=device, defer=False, skip_passes=skip_passes,
-                        quantization=quantization)
+                        quantization=quantization, pass_limit=pass_limit)
     return model
 
 
@@ -64,7 +67,8 @@ class _Refused(Exception):
 
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
              f16_as_f32: bool, device: str, defer: bool,
-             skip_passes: Iterable[str] = (), quantization: str = "onnx") -> tuple[oir.Model, _Deferred | None]:
+             skip_passes: Iterable[str] = (), quantization: str = "onnx",
+             pass_limit: int | None = None) -> tuple[oir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
@@ -77,7 +81,8 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
     model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
 
     def options(optimize: bool, fuse: bool) -> pipeline.Options:
-        return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32, skip=skip)
+        return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32, skip=skip,
+                                limit=pass_limit)
 
     def passes(out: oir.Model, options: pipeline.Options) -> oir.Model:
         """The passes `options` select (passes/pipeline.py), run on the translation `out`."""

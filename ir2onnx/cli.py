@@ -98,7 +98,39 @@ def convert(a: argparse.Namespace) -> int:
         return _fail(e, a.debug)
     finally:
         bincopy.cancel()  # (a failure before the conversion took it)
-    return _check(a.model, path, a)
+    code = _check(a.model, path, a)
+    if code == EXIT_MISMATCH and (a.optimize or a.fuse):
+        _bisect(a)
+    return code
+
+
+def _bisect(a: argparse.Namespace) -> None:
+    """After a failed check of an optimised conversion: the first pass whose output diverges (verify/bisect.py),
+    said on the console and added to the JSON report."""
+    from ir2onnx.verify.bisect import bisect_conversion
+
+    try:
+        with _status("finding the pass that changed the result", a.quiet):
+            found = bisect_conversion(
+                str(a.model), bin_path=str(a.bin_path) if a.bin_path else None,
+                check_options={"inputs": a.inputs, "device": a.device, "rtol": a.rtol, "atol": a.atol,
+                               "seed": a.seed, "timeout": a.timeout},
+                opset=a.opset, optimize=a.optimize, fuse=a.fuse, f16_as_f32=a.f16_as_f32, device=a.device,
+                skip_passes=a.skip_pass or (), quantization=a.quantization)
+    except Exception as e:  # noqa: BLE001  the check's verdict stands; the search is an aid
+        _say(f"the passes could not be bisected: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return
+    text = found.describe() if found is not None else (
+        "the conversion without optimising passes fails the check too: the translation differs, not a pass")
+    _say(text)
+    if a.report_path is not None:
+        import json
+
+        data = json.loads(Path(a.report_path).read_text())
+        data["bisection"] = None if found is None else {
+            "stage": found.stage, "pass": found.pass_name, "index": found.index, "of": found.of,
+            "layers": list(found.layers), "checks": found.checks, "text": text}
+        Path(a.report_path).write_text(json.dumps(data, indent=1))
 
 
 @contextlib.contextmanager

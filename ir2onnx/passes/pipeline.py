@@ -73,6 +73,13 @@ class Options:
     device: str = "cpu"
     f16_as_f32: bool = False
     skip: frozenset[str] = frozenset()  # passes (class names) or stages left out: to find which one changes a result
+    limit: int | None = None  # run only the first `limit` optimising passes (the bisection of verify/bisect.py)
+
+
+# stages that are not optimisations: `Options.limit` does not count or stop them
+ALWAYS = ("f16 as f32", "types", "runtime legalisation")
+APPLIED = "ir2onnx.passes_applied"  # model.meta: (stage, pass) of every optimising pass run, in order
+_BUDGET = "ir2onnx.pass_budget"
 
 
 PassFactory = Callable[[], oir.passes.PassBase]
@@ -88,7 +95,15 @@ class Stage(oir.passes.InPlacePass):
 
     def call(self, model: oir.Model) -> oir.passes.PassResult:
         modified = False
+        counted = self.name not in ALWAYS
         for make in self.passes:
+            if counted:
+                budget = model.meta.get(_BUDGET)
+                if budget is not None:
+                    if budget[0] <= 0:
+                        continue
+                    budget[0] -= 1
+                model.meta.setdefault(APPLIED, []).append((self.name, pass_name(make)))
             p = make()
             modified = p(model).modified or modified
             if isinstance(p, ReplacingPass):
@@ -118,7 +133,8 @@ class FuseAfterMovingWork(Stage):
 
     def __init__(self, name: str, rounds: Sequence[Sequence[PassFactory]]) -> None:
         super().__init__(name, ())
-        self.rounds = [Stage(f"{name} {i + 1}", (*r, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass))
+        self.rounds = [Stage(f"{name} round {i + 1}",
+                             (*r, RemoveUnusedNodesPass, FuseRecurrentLoopsPass, PrefixMaskPass))
                        for i, r in enumerate(rounds)]
 
     def without(self, skip: frozenset[str]) -> Stage:
@@ -235,10 +251,16 @@ def stage(name: str) -> Stage:
 
 def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:
     """Run the pipeline for `options` on `model`, in place (`only`: just the stages of those names, in pipeline
-    order)."""
-    for s in stages(options):
-        if only is None or s.name in only:
-            s(model)
+    order). `model.meta[APPLIED]` lists the optimising passes run."""
+    model.meta[APPLIED] = []
+    if options.limit is not None:
+        model.meta[_BUDGET] = [options.limit]
+    try:
+        for s in stages(options):
+            if only is None or s.name in only:
+                s(model)
+    finally:
+        model.meta.pop(_BUDGET, None)
 
 
 OPTIMISATIONS = ("sequence clean-up", "CPU RNN lowering", "lean loops", "CPU recurrent kernels", "clean-up")
