@@ -18,9 +18,9 @@ else:
 | runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions, quantized outer reads) |
 
 Each pass keeps what the model computes; the plain translation (`optimize=False, fuse=False`: types and runtime
-legalisation only) stays simple and correct without them. A pass that replaces values by others computing the same
-declares it by subclassing `ReplacingPass`: the pipeline makes the layer map (translate/layer_map.py, which ONNX value
-carries each IR layer's output) follow every replacement.
+legalisation only) stays simple and correct without them. The layer map (translate/layer_map.py, which ONNX value
+carries each IR layer's output) follows every value a pass replaces: those the rewriting toolkit (rewrite.py)
+replaces, recorded as they happen, and those a `ReplacingPass` declares.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from ir2onnx.passes.recurrent.rnn_scan import RNNAsScanPass
 from ir2onnx.passes.recurrent.split_cells import SplitStackedCellsPass
 from ir2onnx.passes.replacing import ReplacingPass
 from ir2onnx.passes.reshape_chains import CollapseReshapeChainsPass
+from ir2onnx.passes.rewrite import recording
 from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
@@ -105,9 +106,11 @@ class Stage(oir.passes.InPlacePass):
                     budget[0] -= 1
                 model.meta.setdefault(APPLIED, []).append((self.name, pass_name(make)))
             p = make()
-            modified = p(model).modified or modified
+            with recording() as replaced:  # what the rewriting toolkit replaced
+                modified = p(model).modified or modified
             if isinstance(p, ReplacingPass):
-                layer_map.substitute(model, p.replaced)
+                replaced.update(p.replaced)
+            layer_map.substitute(model, replaced)
         return oir.passes.PassResult(model, modified)
 
     def without(self, skip: frozenset[str]) -> Stage:

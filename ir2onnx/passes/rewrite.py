@@ -4,6 +4,7 @@ replacing nodes and values, keeping metadata, and giving a branch its own weight
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, MutableSet, Sequence
 
 import numpy as np
@@ -11,6 +12,26 @@ import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_graphs, all_nodes
 from ir2onnx.passes.analysis.values import const_array, shape_of
+
+_recorders: list[dict[oir.Value, oir.Value]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[dict[oir.Value, oir.Value]]:
+    """Every value the toolkit replaces inside (take_place, read_instead, redirect, replace_node), mapped to the value
+    replacing it: the pipeline hands that to the layer map, so that a pass built on the toolkit keeps the provenance
+    of what it rewrites without saying so."""
+    found: dict[oir.Value, oir.Value] = {}
+    _recorders.append(found)
+    try:
+        yield found
+    finally:
+        _recorders.remove(found)
+
+
+def _record(old: oir.Value, new: oir.Value) -> None:
+    for found in _recorders:
+        found[old] = new
 
 
 def inherit_meta(new: oir.Node, old: oir.Node | None) -> oir.Node:
@@ -42,6 +63,7 @@ def keep_read_scan_inputs(scan: oir.Node, body: oir.Graph, axes: list[int], dire
 def take_place(old: oir.Value, new: oir.Value) -> None:
     """`new` replaces `old` everywhere, as a graph output too, with its name and declared type and shape."""
     name, declared_type, declared_shape = old.name, old.type, old.shape
+    _record(old, new)
     old.replace_all_uses_with(new, replace_graph_outputs=True)
     old.name = None
     new.name = name
@@ -54,6 +76,7 @@ def read_instead(old: oir.Value, new: oir.Value, graph: oir.Graph) -> bool:
     """Readers of `old` read `new`; where `old` is an output of `graph`, `new` takes its place (take_place). False,
     changing nothing, where `new` cannot: it is no value `graph` computes, or is an output already."""
     if not old.is_graph_output():
+        _record(old, new)
         old.replace_all_uses_with(new)
         return True
     producer = new.producer()
@@ -270,6 +293,7 @@ def redirect(pairs: Sequence[tuple[oir.Value | None, oir.Value]], suffix: str) -
         if old.is_graph_output():
             name, old.name = old.name, f"{old.name}/{suffix}"
             new.name = name
+        _record(old, new)
         old.replace_all_uses_with(new, replace_graph_outputs=True)
 
 def own_weight_nodes(branch: oir.Graph, owner: oir.Graph) -> None:

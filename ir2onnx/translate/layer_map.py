@@ -50,7 +50,11 @@ def substitute(model: oir.Model, replaced: dict[oir.Value, oir.Value]) -> None:
     if not isinstance(values, dict) or not replaced:
         return
     for k, v in values.items():
-        values[k] = replaced.get(v, v)
+        seen = {v}
+        while v in replaced and replaced[v] not in seen:  # a value replaced, its replacement replaced in turn
+            v = replaced[v]
+            seen.add(v)
+        values[k] = v
     refresh(model)
 
 

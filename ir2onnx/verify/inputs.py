@@ -4,8 +4,9 @@ Defaults: dynamic dimensions get sizes the model accepts (shapes.py); floats ~ N
 except a Loop's initial condition (true); integers in [0, 3], except where the IR gives them a meaning
 (input_roles.py): trip counts and loop bounds lie in [3, 7] (capped by what sliced inputs allow), indices in
 range of the axis they index, TopK's k in [1, size], Range runs upwards from [0, 2] to [5, 9] by 1, sequence
-lengths are the full length, divisors lie in [1, 3]. An input read as a shape or an axis has no safe default:
-the notes name it (give it with --inputs).
+lengths are the full length, divisors lie in [1, 3]; an LLM's attention mask and positions make one call of a
+generation (`_decoder_call`). An input read as a shape or an axis has no safe default: the notes name it (give it
+with --inputs).
 """
 
 from __future__ import annotations
@@ -78,7 +79,32 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
         value, source = _value(rng, dtype, shape, uses.get(name, []), fallback_limit, name, notes)
         feed[name] = value
         infos.append(InputInfo(name, tuple(shape), str(dtype), source))
+    _decoder_call(feed, infos)
     return feed, infos, notes
+
+
+def _decoder_call(feed: dict[str, np.ndarray], infos: list[InputInfo]) -> None:
+    """An LLM with a KV cache (the inputs OpenVINO's LLM exports name: input_ids and attention_mask, with
+    past_key_values.* [batch, heads, past, head size] or beam_idx) gets one call of a generation: a mask of ones over
+    the past and the new tokens, positions following the past, one batch (the model indexes the mask with positions
+    up to past + new: random sizes make OpenVINO read zeros past its end, and onnxruntime refuse)."""
+    past = [v for n, v in feed.items() if n.startswith("past_key_values.")]
+    if not ("input_ids" in feed and "attention_mask" in feed and (past or "beam_idx" in feed)) or \
+            feed["input_ids"].ndim != 2 or feed["attention_mask"].ndim != 2 or any(v.ndim != 4 for v in past):
+        return
+    batch, new = feed["input_ids"].shape
+    length = past[0].shape[2] if past else 0
+    if any(v.shape[0] != batch or v.shape[2] != length for v in past) or \
+            ("beam_idx" in feed and feed["beam_idx"].shape != (batch,)):
+        return
+    mask = f"ones over the {length} past and {new} new tokens" if length else f"ones over the {new} tokens"
+    made = {"attention_mask": (np.ones((batch, length + new)), mask),
+            "position_ids": (np.tile(np.arange(length, length + new), (batch, 1)), f"{length} to {length + new - 1}")}
+    for i, info in enumerate(infos):
+        if info.name in made and (info.name != "position_ids" or feed[info.name].shape == (batch, new)):
+            value, what = made[info.name]
+            feed[info.name] = value.astype(feed[info.name].dtype)
+            infos[i] = InputInfo(info.name, value.shape, info.dtype, what)
 
 
 def _onnx_sizes(graph: onnx.GraphProto) -> set[int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -132,6 +133,14 @@ def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarr
     def stop(reason: str) -> LayerwiseReport:
         return LayerwiseReport(scope, (), notes=(reason + _NO_OPTIMIZE,))
 
+    fused = _fused_into(onnx_file.proto, lmap, scope)
+    if fused is not None:
+        cells = [layer.where() for layer in loop.body.graph.topological_order() if layer.type_key not in _SKIP]
+        listed = ", ".join(cells[:6]) + (f" and {len(cells) - 6} more" if len(cells) > 6 else "")
+        note = (f"the body of {loop.where()} was fused into the ONNX {fused[0]} node '{fused[1]}', which implements "
+                f"its layers {listed}: the difference lies in them (convert with --no-fuse --no-optimize to compare "
+                "them one by one)")
+        return LayerwiseReport(scope, (), notes=(note,))
     ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
                            body_path=[layer.name for layer in path])])[0]
     if isinstance(ref, RuntimeFailure):
@@ -143,9 +152,7 @@ def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarr
     for p in loop.body.graph.parameters:
         name = lmap.get(layer_map.key(f"{scope}/{p.id}", 0))
         if name is None or p.name not in body_feed or p.name in level.ambiguous:
-            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone (the "
-                        "default passes may have moved work on it out of the loop; convert with --no-optimize to "
-                        "compare loop bodies layer by layer)")
+            return stop(f"body {p.where()} has no counterpart in the ONNX model: the body was not run alone")
         feeds[name] = body_feed[p.name]
     candidates = level.ports(lmap, _all_names(full.graph))
     found = find_body(full, [name for _, _, name in candidates])
@@ -174,6 +181,44 @@ def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarr
             body_report = _descend(ir_model, onnx_file, feed, [*path, layer], lmap, device, rtol, atol, timeout,
                                    bin_path)
     return LayerwiseReport(scope, tuple(rows), body_report, tuple(notes))
+
+
+_FUSED = ("LSTM", "GRU", "RNN")
+_MOVES = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Concat", "Split", "Gather",
+                    "Cast", "If"})
+
+
+def _fused_into(proto: Any, lmap: Mapping[str, str], scope: str) -> tuple[str, str] | None:
+    """The ONNX LSTM/GRU/RNN node a loop layer's outputs come from (through ops that move values), where the loop
+    was fused into one: (op type, node name)."""
+    producer: dict[str, Any] = {}
+
+    def index(graph: Any) -> None:
+        for node in graph.node:
+            for out in node.output:
+                producer.setdefault(out, node)
+            for a in node.attribute:
+                if a.type == a.GRAPH:
+                    index(a.g)
+
+    index(proto.graph)
+    for key, value in lmap.items():
+        if key.rpartition(":")[0] != scope:
+            continue
+        todo, seen = [value], set()
+        while todo:
+            node = producer.get(todo.pop())
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.op_type in _FUSED:
+                return node.op_type, node.name
+            if node.op_type in _MOVES:
+                todo.extend(node.input)
+                for a in node.attribute:  # an If's branch outputs
+                    if a.type == a.GRAPH:
+                        todo.extend(o.name for o in a.g.output)
+    return None
 
 
 def _depths(graph: Graph) -> dict[str, int]:

@@ -6,7 +6,8 @@ The job directory holds `job.json` (what to run) and `in.npz` (the inputs); the 
 `out.json` (names of the arrays, extra facts, or `error`). Tasks:
 
 * `onnxruntime`: run an ONNX file on a device; optionally report which execution provider got each node.
-* `openvino`: run the IR on OpenVINO's CPU plugin in f32; optionally expose every layer's outputs; optionally
+* `openvino`: run the IR on OpenVINO's CPU plugin in f32 (an LLM's KV cache too; f32 -> bf16 -> f32 Convert
+  pairs as the identity: f32_round_trips); optionally expose every layer's outputs; optionally
   descend into the body of a TensorIterator/Loop (a path of layer names) and run that body alone on the inputs of
   its first iteration, computed from the values OpenVINO gives the loop's inputs.
 """
@@ -28,8 +29,11 @@ from typing import Any
 import numpy as np
 
 # OpenVINO computing the IR's math: f32, no INT8 shortcuts for FakeQuantize, no quantized activations for compressed
-# weights
-F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "LP_TRANSFORMS_MODE": False, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0"}
+# weights, and the KV cache of a stateful LLM (ReadValue/Assign around attention, which the CPU plugin fuses into its
+# own cache) kept in f32: with an f32 inference precision it is f16 otherwise (u8 under the default bf16 one), and
+# the state then differs from the IR's f32 math by ~1e-3
+F32_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "LP_TRANSFORMS_MODE": False, "DYNAMIC_QUANTIZATION_GROUP_SIZE": "0",
+              "KV_CACHE_PRECISION": "f32"}
 _SKIP_TYPES = ("Parameter", "Constant", "Result", "Assign")  # an Assign's output is its input; OpenVINO cannot expose it
 
 
@@ -189,6 +193,28 @@ def from_openvino(t: Any) -> np.ndarray:
     return np.array(t.data).view(np.uint8).view(getattr(ml_dtypes, name)).reshape(list(t.shape))
 
 
+def f32_round_trips(model: Any) -> int:
+    """Make each f32 -> bf16 -> f32 pair of Converts the identity: the second one reads the f32 value (how many).
+
+    The conversion computes such pairs so (translate/ops/shape.py), as the f32 source model does and as OpenVINO's
+    CPU plugin does where it has no bf16 support; on AVX-512 CPUs the plugin rounds there with its own conversion,
+    which is not to nearest (it rounds up only where the bit below bf16's last and that last bit are both set)."""
+    import openvino as ov
+
+    n = 0
+    for op in model.get_ordered_ops():
+        if op.get_type_name() != "Convert" or op.get_output_element_type(0) != ov.Type.f32:
+            continue
+        first = op.input_value(0).get_node()
+        if first.get_type_name() == "Convert" and first.get_output_element_type(0) == ov.Type.bf16 and \
+                first.input_value(0).get_element_type() == ov.Type.f32:
+            op.input(0).replace_source_output(first.input_value(0))
+            n += 1
+    if n:
+        model.validate_nodes_and_infer_types()
+    return n
+
+
 def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
            states: dict[str, Any] | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Run `model` (inputs by parameter position); also return the values of the output ports in `extra`.
@@ -207,6 +233,7 @@ def _infer(core: Any, model: Any, feed: list[np.ndarray], extra: list[Any],
             wanted.append((i, port))
     added = model.add_outputs([p for _, p in wanted]) if wanted else []
     positions = [next(j for j, o in enumerate(model.outputs) if o == a) for a in added]
+    f32_round_trips(model)  # after exposing the layers: OpenVINO fails to compile a bf16 Convert exposed once unread
     compiled = core.compile_model(model, "CPU", F32_CONFIG)
     request = compiled.create_infer_request()  # fresh request: reused ones keep stale Loop output shapes
     states = states or {}

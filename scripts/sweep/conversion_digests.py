@@ -33,25 +33,36 @@ def models() -> list[Path]:
     return sorted(p for d in ("samples", "tests/fixtures") for p in (ROOT / d).rglob("*.xml"))
 
 
-def digest(xml: Path, options: dict) -> str:
+def digest(xml: Path, options: dict, strip: tuple[str, ...] = ()) -> str:
     try:
         proto = ir2onnx.convert(xml, **options)
     except Exception as e:  # noqa: BLE001  a refusal is a result too
         return f"error {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    kept = [p for p in proto.metadata_props if p.key not in strip]
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(kept)
     return hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare", type=Path, help="a digest file written before: report every difference")
+    parser.add_argument("--without", action="append", default=[], metavar="KEY",
+                        help="leave this metadata entry out of the digest (e.g. ir2onnx.layer_outputs, to compare "
+                             "the computation alone when the layer map is meant to change)")
+    parser.add_argument("--only-existing", action="store_true",
+                        help="with --compare: only the conversions the earlier file has (new fixtures left out)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
-    found = {f"{xml.relative_to(ROOT)} [{name}]": digest(xml, opts) for xml in models() for name, opts in OPTIONS.items()}
+    found = {f"{xml.relative_to(ROOT)} [{name}]": digest(xml, opts, tuple(args.without))
+             for xml in models() for name, opts in OPTIONS.items()}
     if args.compare is None:
         json.dump(found, sys.stdout, indent=1)
         print()
         return 0
     before = json.loads(args.compare.read_text())
+    if args.only_existing:
+        found = {k: v for k, v in found.items() if k in before}
     differ = [k for k in sorted(set(before) | set(found)) if before.get(k) != found.get(k)]
     for k in differ:
         print(f"{k}: {before.get(k)} -> {found.get(k)}")

@@ -216,3 +216,34 @@ def test_optimised_body_is_not_descended_and_says_why(converted) -> None:  # typ
     assert not report.passed and report.layerwise.first_divergence.name == "ti"
     assert report.layerwise.body is not None and not report.layerwise.body.layers
     assert "--no-optimize" in " ".join(report.layerwise.body.notes)
+
+
+@pytest.mark.parametrize("sample", ["ti_lstm", "streaming_lstm"])
+def test_a_changed_weight_in_a_fused_body_names_the_loop_and_its_layers(tmp_path: Path, sample: str) -> None:
+    """A default conversion fuses the loop into an ONNX LSTM; a weight changed in the IR's body afterwards: the loop
+    layer is the first divergence, and the report says which ONNX node implements which body layers (the layer map
+    follows the values the fusion replaced)."""
+    import shutil
+
+    from lxml import etree
+
+    for name in ("model.xml", "model.bin"):
+        shutil.copy(Path(__file__).resolve().parents[2] / "samples" / sample / name, tmp_path / name)
+    xml = tmp_path / "model.xml"
+    proto = ir2onnx.convert(xml)
+    assert "LSTM" in {n.op_type for n in proto.graph.node}
+    tree = etree.parse(str(xml))
+    weights = max((int(c.find("data").get("size")), int(c.find("data").get("offset")))
+                  for c in tree.iter("layer") if c.get("type") == "Const" and c.getparent().getparent().tag == "body")
+    data = bytearray(xml.with_suffix(".bin").read_bytes())
+    size, offset = weights
+    w = np.frombuffer(bytes(data[offset:offset + size]), np.float32) * np.float32(1.5)
+    data[offset:offset + size] = w.tobytes()
+    xml.with_suffix(".bin").write_bytes(bytes(data))
+    report = ir2onnx.check(xml, proto, layerwise=True)
+    assert not report.passed
+    first = report.layerwise.first_divergence
+    assert first is not None and first.type in ("TensorIterator", "Loop")
+    body = report.layerwise.body
+    assert body is not None and "was fused into the ONNX LSTM node" in body.notes[0]
+    assert "(LSTMCell, line" in body.notes[0]

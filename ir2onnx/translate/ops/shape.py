@@ -26,6 +26,9 @@ def convert(ctx: LayerContext) -> oir.Value:
     -3 -> 253 -> 1, 300 -> 44 -> 0); to u4/i4: the 8-bit conversion, unmasked, as the plugin holds them."""
     et = ctx.attr_type("destination_type")
     x = ctx.inputs[0]
+    round_trip = _bf16_round_trip(ctx, et)
+    if round_trip is not None:
+        return round_trip
     if et.name in _NO_RUNTIME_CONVERSION and ctx.input_type(0).name != et.name:
         raise ctx.error(f"a run-time conversion to {et.name} (OpenVINO's CPU plugin cannot run one either)")
     if ctx.input_type(0).name == "f64" and et.numpy.kind in "iu":
@@ -40,6 +43,28 @@ def convert(ctx: LayerContext) -> oir.Value:
         out = ctx.b.op("Mod", [out, ctx.b.const(np.uint8(4))])
     set_value_type(out, et)
     return out
+
+
+def _bf16_round_trip(ctx: LayerContext, et: ElementType) -> oir.Value | None:
+    """The f32 value of an f32 -> bf16 -> f32 pair of Converts (this layer the second), which computes nothing.
+
+    optimum-intel leaves such pairs on an LLM's KV inputs and outputs (`past_key_values.*`, `present.*`) when it saves
+    a model it loaded in bf16 precision. The f32 source model does not round there; OpenVINO's CPU plugin does not on
+    CPUs without AVX-512 (it computes bf16 in f32), and on AVX-512 ones rounds with its own conversion, which is not to
+    nearest (it ignores the bits below the rounding bit: 0x3dd6d5df becomes 0x3dd6 where nearest is 0x3dd7). The
+    check compares with OpenVINO computing the pair as the identity (verify/worker.py). Only the pair: the bf16 value,
+    where another layer reads it, is still rounded."""
+    if et.name != "f32" or ctx.input_type(0).name != "bf16":
+        return None
+    first = ctx.graph.source(ctx.layer, 0).layer
+    if first.type != "Convert" or first.data.get("destination_type", "").strip() != "bf16":
+        return None
+    src = ctx.graph.source(first, 0)
+    node = ctx.inputs[0].producer()
+    if src.layer.outputs[src.output].element_type is None or \
+            src.layer.outputs[src.output].element_type.name != "f32" or node is None or node.op_type != "Cast":
+        return None
+    return node.inputs[0]
 
 
 def _to_f8(ctx: LayerContext, x: oir.Value, f8: oir.DataType) -> oir.Value:
