@@ -53,7 +53,14 @@ def _fail(e: BaseException, debug: bool) -> int:
 
 
 def convert(a: argparse.Namespace) -> int:
-    """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO."""
+    """Convert MODEL.xml to ONNX, optionally checking it against OpenVINO (or every IR under a folder DIR, into the
+    folder -o OUTDIR)."""
+    if a.model.is_dir():  # every IR under it, by worker processes (ir2onnx/batch.py)
+        from ir2onnx.batch import convert_dir
+
+        return convert_dir(a)
+    if a.jobs is not None or a.force:
+        return _fail(ConversionError("--jobs and --force apply to a folder (convert DIR -o OUTDIR)"), a.debug)
     from ir2onnx import bincopy
     from ir2onnx._lazy import defer_unused
     from ir2onnx.translate import ort_helper
@@ -289,7 +296,9 @@ def _check_options(p: argparse.ArgumentParser, *, in_convert: bool) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS", default=60.0,
                    help="seconds each runtime may run (default 60)")
     p.add_argument("--layerwise", action="store_true", help="compare every layer; name the first that differs")
-    p.add_argument("--report", dest="report_path", type=Path, metavar="FILE.json", help=f"write {what}report as JSON")
+    p.add_argument("--report", dest="report_path", type=Path, metavar="FILE.json",
+                   help=f"write {what}report as JSON" + (" (for DIR: every IR's row, and an HTML page of the table "
+                                                         "beside it)" if in_convert else ""))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -299,8 +308,10 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("convert", help="convert MODEL.xml to ONNX, optionally checking it against OpenVINO",
                        description=convert.__doc__)
-    c.add_argument("model", type=Path, metavar="MODEL.xml", help="the IR's model.xml")
-    c.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", help="ONNX file (default: MODEL with .onnx)")
+    c.add_argument("model", type=Path, metavar="MODEL.xml",
+                   help="the IR's model.xml, or a folder DIR: every IR under it (with -o OUTDIR)")
+    c.add_argument("-o", "--output", type=Path, metavar="OUT.onnx",
+                   help="ONNX file (default: MODEL with .onnx); for DIR, the output folder OUTDIR (DIR's layout)")
     c.add_argument("--bin", dest="bin_path", type=Path, metavar="MODEL.bin",
                    help="weights file (default: MODEL with .bin)")
     c.add_argument("--opset", type=int, metavar="N",
@@ -326,6 +337,10 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--weights", choices=WEIGHT_MODES, help=_WEIGHTS_HELP)
     c.add_argument("--external-data", action=argparse.BooleanOptionalAction, default=None,
                    help="older spelling: --external-data is --weights copy, --no-external-data is --weights inline")
+    c.add_argument("--jobs", type=int, metavar="N",
+                   help="DIR: convert with N worker processes (default: one a core)")
+    c.add_argument("--force", action="store_true",
+                   help="DIR: convert every IR, also those whose output is newer than the IR")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress display and no 'wrote' line")
     c.add_argument("--debug", action=argparse.BooleanOptionalAction, default=False, help="show tracebacks")
     c.set_defaults(run=convert)
