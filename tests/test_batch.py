@@ -21,6 +21,7 @@ import pytest
 from ir2onnx.batch import HOOK_ENV, Row, Task, crash_words, one_line
 from ir2onnx.batch_report import render_html
 from tests.fixture_paths import fixture_dir
+from tests.test_cli import UNSUPPORTED  # an IR with two ops ir2onnx does not convert
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -30,24 +31,6 @@ GOOD = {"ti_lstm.xml": SAMPLES / "ti_lstm" / "model.xml",
         "fixtures/torch_gru/model.xml": fixture_dir("torch_gru") / "model.xml",
         "fixtures/tf_while_loop/model.xml": fixture_dir("tf_while_loop") / "model.xml"}
 BAD = ("broken.xml", "unsupported.xml")
-UNSUPPORTED = """<?xml version="1.0"?>
-<net name="u" version="11">
- <layers>
-  <layer id="0" name="x" type="Parameter" version="opset1"><data shape="2" element_type="f32"/>
-   <output><port id="0" precision="FP32" names="x"><dim>2</dim></port></output></layer>
-  <layer id="1" name="a" type="FancyOp" version="opset1">
-   <input><port id="0"><dim>2</dim></port></input><output><port id="1" precision="FP32"><dim>2</dim></port></output></layer>
-  <layer id="2" name="b" type="OtherOp" version="opset9">
-   <input><port id="0"><dim>2</dim></port></input><output><port id="1" precision="FP32"><dim>2</dim></port></output></layer>
-  <layer id="3" name="r" type="Result" version="opset1"><input><port id="0"><dim>2</dim></port></input></layer>
- </layers>
- <edges>
-  <edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
-  <edge from-layer="1" from-port="1" to-layer="2" to-port="0"/>
-  <edge from-layer="2" from-port="1" to-layer="3" to-port="0"/>
- </edges>
-</net>
-"""
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
