@@ -9,9 +9,9 @@ import numpy as np
 import onnx
 
 from ir2onnx.errors import CheckError
-from ir2onnx.verify.worker import PROVIDERS, ort_session, placement_of, run_session
+from ir2onnx.verify.worker import ACCURATE_SESSION_CONFIG, PROVIDERS, ort_session, placement_of, run_session
 
-__all__ = ["PROVIDERS", "cuda_available", "make_session", "placement_of", "run_onnxruntime"]
+__all__ = ["ACCURATE_SESSION_CONFIG", "PROVIDERS", "cuda_available", "make_session", "placement_of", "run_onnxruntime"]
 
 
 def installed_distributions() -> list[str]:
@@ -59,7 +59,8 @@ def cuda_unavailable_reason() -> str:
 
 def make_session(model: onnx.ModelProto | str, device: str = "cpu", *, record_placement: bool = False) -> Any:
     """An InferenceSession on `device`; fails clearly when CUDA is asked for but not available (never a silent
-    CPU run)."""
+    CPU run). Its options are the check's: ACCURATE_SESSION_CONFIG (the MatMulNBits fused from compressed weights
+    computes in f32, not onnxruntime's default int8 activations)."""
     if device not in PROVIDERS:
         raise CheckError(f"unknown device '{device}' (cpu or cuda)")
     if device == "cuda" and not cuda_available():

@@ -75,6 +75,10 @@ def load_arrays(path: Path, dtypes: list[str]) -> list[np.ndarray]:
 # from it by ~1e-3, a difference of precision and not of the conversion
 PROVIDERS: dict[str, list[Any]] = {"cpu": ["CPUExecutionProvider"],
                                    "cuda": [("CUDAExecutionProvider", {"use_tf32": "0"}), "CPUExecutionProvider"]}
+# The MatMulNBits onnxruntime fuses from a compressed weight's DequantizeLinear and its MatMul computes in f32
+# (accuracy level 1), as the conversion's math is: onnxruntime's default (4) quantizes the activations to int8 (about
+# 5e-3 relative error). A user's own session gets that default; docs/performance.md#llm-decoding compares the two.
+ACCURATE_SESSION_CONFIG = {"session.qdq_matmulnbits_accuracy_level": "1"}
 # onnxruntime >= 1.20 records which execution provider got each node (Loop/Scan/If bodies included)
 _RECORD_ASSIGNMENT = "session.record_ep_graph_assignment_info"
 
@@ -91,6 +95,8 @@ def ort_session(model: str | bytes, device: str, record_placement: bool = False,
             pass
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    for key, value in ACCURATE_SESSION_CONFIG.items():
+        opts.add_session_config_entry(key, value)
     if threads is not None:
         opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
     if record_placement:

@@ -6,18 +6,21 @@ KV heads, intermediate 2816, vocabulary 32000), exported stateful by optimum-int
 (INT8_ASYM; INT4_ASYM with groups of 64, the embedding and the head INT8_ASYM as NNCF keeps them). This script then
 converts each IR with ir2onnx (`--weights reference`) and, for each, times:
 
-* onnxruntime (CPU, default graph optimisations) on the conversion, the states fed back call after call;
+* onnxruntime (CPU, default graph optimisations) on the conversion, the states fed back call after call, with its
+  default session options (the MatMulNBits it fuses from each compressed MatMul weight quantizes the activations to
+  int8: accuracy level 4) and with the check's (`session.qdq_matmulnbits_accuracy_level` 1: f32 compute);
 * OpenVINO's CPU plugin with its defaults (bf16 inference precision where the CPU has AVX-512, dynamic quantization
   of activations, a u8 KV cache), with the f32 hint (`INFERENCE_PRECISION_HINT: f32`; activations still quantized
   dynamically, the KV cache in f16), and exact as the check runs it (verify/worker.py F32_CONFIG: the IR's f32
-  math, which the conversion computes: its tokens are onnxruntime's);
+  math, which the conversion computes: its tokens are onnxruntime's with the check's options);
 
 all with the same number of threads (2 by default: onnxruntime's intra-op threads, OpenVINO's
 INFERENCE_NUM_THREADS), in interleaved rounds (each round runs every runtime once: a prompt of `--prompt` tokens,
-then `--tokens` greedy tokens one call each). Medians over the rounds: prefill time, decode time per token, and
-whether the runtimes generated the same tokens as onnxruntime. Memory: each runtime loads the model in a fresh
-process; its resident memory after load and after one generation, less the process's before loading, against the
-IR's `.bin` size.
+then `--tokens` greedy tokens one call each). Medians over the rounds: prefill time, decode time per token (and its
+ratio to OpenVINO's defaults), and how many of the generated tokens are those of OpenVINO computing the IR's math
+(exact). Memory: each runtime loads the model in a fresh process; its resident memory after load (as is, and once
+glibc has returned what was freed while loading: malloc_trim) and after one generation, less the process's before
+loading, against the IR's `.bin` size.
 
     python scripts/bench/bench_llm.py --venv /tmp/llmvenv [--hidden 1024] [--layers 4] [--rounds 5] [--threads 2]
 
@@ -68,12 +71,16 @@ class Runner:
 
     def __init__(self, kind: str, xml: Path, onnx_path: Path, threads: int) -> None:
         self.kind = kind
-        if kind == "onnxruntime":
+        if kind.startswith("onnxruntime"):
             import onnxruntime as ort
+
+            from ir2onnx.verify.onnxruntime_run import ACCURATE_SESSION_CONFIG
 
             opts = ort.SessionOptions()
             opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
             opts.log_severity_level = 3
+            for key, value in ACCURATE_SESSION_CONFIG.items() if kind == ACCURATE else ():
+                opts.add_session_config_entry(key, value)
             self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
             meta = self.session.get_modelmeta().custom_metadata_map
             self.pairs = json.loads(meta["ir2onnx.states"])
@@ -93,14 +100,14 @@ class Runner:
             self.request = self.compiled.create_infer_request()
 
     def _call(self, feed: dict[str, np.ndarray], states: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
-        if self.kind == "onnxruntime":
+        if self.kind.startswith("onnxruntime"):
             out = dict(zip(self.names, self.session.run(None, {**feed, **states})))
             return out["logits"], {p["input"]: out[p["output"]] for p in self.pairs}
         self.request.infer(feed)
         return self.request.get_output_tensor(0).data, states
 
     def generate(self, prompt: np.ndarray, tokens: int) -> tuple[float, float, list[int]]:
-        if self.kind != "onnxruntime":
+        if not self.kind.startswith("onnxruntime"):
             self.request.reset_state()
         ids, n, states, out = prompt, prompt.shape[1], {}, []
         beam = np.zeros(prompt.shape[0], np.int32)
@@ -117,7 +124,8 @@ class Runner:
         return times[0], statistics.median(times[1:]), out
 
 
-RUNTIMES = ("onnxruntime", "OpenVINO defaults", "OpenVINO f32", "OpenVINO exact")
+ACCURATE = "onnxruntime accurate"  # the check's session options
+RUNTIMES = ("onnxruntime", ACCURATE, "OpenVINO defaults", "OpenVINO f32", "OpenVINO exact")
 
 
 def _rss() -> int:
@@ -125,16 +133,30 @@ def _rss() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
 
 
+def _trim() -> None:
+    """Have glibc return the heap memory freed so far to the system (malloc_trim), where it is the C library."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def memory(kind: str, xml: Path, onnx_path: Path, threads: int, prompt_len: int, tokens: int) -> dict[str, int]:
-    """(run in a fresh process) resident memory added by loading, and by loading and one generation."""
+    """(run in a fresh process) resident memory added by loading (also once glibc has returned the memory freed
+    while loading: onnxruntime's graph optimisations make and free copies of the weights), and by loading and one
+    generation."""
     import onnxruntime  # noqa: F401  both runtimes imported before the baseline
     import openvino  # noqa: F401
 
     base = _rss()
     runner = Runner(kind, xml, onnx_path, threads)
     loaded = _rss() - base
+    _trim()
+    trimmed = _rss() - base
     runner.generate(np.arange(prompt_len, dtype=np.int64)[None] % 1000, tokens)
-    return {"load": loaded, "generate": _rss() - base}
+    return {"load": loaded, "trimmed": trimmed, "generate": _rss() - base}
 
 
 def _memory_child(kind: str, xml: Path, onnx_path: Path, args: argparse.Namespace) -> dict[str, int]:
@@ -168,13 +190,14 @@ def bench(name: str, xml: Path, args: argparse.Namespace) -> list[str]:
             tokens[k] = t
     del runners
     rows = []
-    base = statistics.median(decode["onnxruntime"])
+    base = statistics.median(decode["OpenVINO defaults"])
     for k in RUNTIMES:
         mem = _memory_child(k, xml, onnx_path, args)
-        same = sum(a == b for a, b in zip(tokens[k], tokens["onnxruntime"]))
+        same = sum(a == b for a, b in zip(tokens[k], tokens["OpenVINO exact"]))
         rows.append(f"| {name} | {k} | {statistics.median(prefill[k]) * 1e3:.1f} | "
                     f"{statistics.median(decode[k]) * 1e3:.2f} | {statistics.median(decode[k]) / base:.2f} | "
-                    f"{same}/{len(tokens[k])} | {mem['load'] / 2**20:.0f} MB ({mem['load'] / bin_size:.2f}x) | "
+                    f"{same}/{len(tokens[k])} | {mem['load'] / 2**20:.0f} MB ({mem['load'] / bin_size:.2f}x), "
+                    f"trimmed {mem['trimmed'] / 2**20:.0f} MB ({mem['trimmed'] / bin_size:.2f}x) | "
                     f"{mem['generate'] / 2**20:.0f} MB |")
     rows.append(f"| {name} | (`.bin` {bin_size / 2**20:.1f} MB; conversion {converted:.2f} s) | | | | | | |")
     return rows
@@ -204,14 +227,14 @@ def main() -> None:
     if not (models / "int4" / "openvino_model.xml").exists():
         subprocess.run([str(Path(args.venv) / "bin" / "python"), __file__, "make", str(models), str(args.hidden),
                         str(args.layers), str(args.vocab)], check=True)
-    import openvino as ov
     import onnxruntime as ort
+    import openvino as ov
 
     print(f"Llama hidden {args.hidden}, {args.layers} layers, vocabulary {args.vocab}; prompt {args.prompt} tokens, "
           f"{args.tokens} generated; {args.threads} threads; {args.rounds} interleaved rounds; "
           f"onnxruntime {ort.__version__}, OpenVINO {ov.__version__.split('-')[0]}; load average "
           f"{os.getloadavg()[0]:.1f}")
-    print("| model | runtime | prefill ms | decode ms/token | vs onnxruntime | same tokens | memory after load | "
+    print("| model | runtime | prefill ms | decode ms/token | vs OpenVINO defaults | tokens as exact | memory after load | "
           "after generating |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in ("int8", "int4"):

@@ -27,6 +27,7 @@ import pytest
 
 from ir2onnx.markers import STATES
 from ir2onnx.verify.compare import compare_output
+from ir2onnx.verify.onnxruntime_run import ACCURATE_SESSION_CONFIG
 from tests.fixture_paths import FIXTURES, fixture_dir, fixture_names, load_fixture
 from tests.utils import convert_checked, ov
 
@@ -45,8 +46,11 @@ def _pairs(proto: onnx.ModelProto) -> list[dict]:
 
 
 def _session(proto: onnx.ModelProto):  # noqa: ANN202
+    """onnxruntime as the check runs it: the MatMulNBits fused from compressed weights computes in f32."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    for key, value in ACCURATE_SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
     return ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 

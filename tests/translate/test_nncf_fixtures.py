@@ -47,6 +47,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from ir2onnx.verify.onnxruntime_run import ACCURATE_SESSION_CONFIG
 from tests.fixture_paths import fixture_names, load_fixture
 from tests.utils import convert_checked, count_ops, ov
 
@@ -66,9 +67,12 @@ _FLOAT_TYPES = {"f32": onnx.TensorProto.FLOAT, "f16": onnx.TensorProto.FLOAT16}
 
 
 def _onnxruntime(proto: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """onnxruntime with its default options (its graph optimisations included, as users run it)."""
+    """onnxruntime with its graph optimisations, as users run it, and as the check runs it: the MatMulNBits fused from
+    compressed weights computes in f32 (onnxruntime's default accuracy level quantizes its activations to int8)."""
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    for key, value in ACCURATE_SESSION_CONFIG.items():
+        options.add_session_config_entry(key, value)
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, {i.name: a for i, a in zip(proto.graph.input, inputs)})
 
