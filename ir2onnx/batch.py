@@ -36,6 +36,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+from ir2onnx.cli import one_blas_thread
 from ir2onnx.errors import ConversionError
 
 EXIT_INTERRUPTED = 130  # as a shell reports a process ended by SIGINT
@@ -358,7 +359,7 @@ def run_tasks(tasks: list[Task], options: Options, jobs: int,
         worker.give(queue.popleft())
 
     try:
-        with _one_blas_thread():
+        with one_blas_thread(children=True):
             for _ in range(min(jobs, len(queue))):
                 start_one()
         while any(w.task is not None for w in workers):
@@ -381,7 +382,7 @@ def run_tasks(tasks: list[Task], options: Options, jobs: int,
                     w.close()
                     workers.remove(w)
                     if queue:
-                        with _one_blas_thread():
+                        with one_blas_thread(children=True):
                             start_one()
                 else:
                     w.task = None
@@ -457,21 +458,6 @@ def _ignoring_sigint() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Workers (and the fork server they come from) start no OpenBLAS threads: they do no linear algebra worth
-    them, and N workers' threads would compete for the cores (see cli._one_blas_thread)."""
-    key = "OPENBLAS_NUM_THREADS"
-    ours = key not in os.environ
-    if ours:
-        os.environ[key] = "1"
-    try:
-        yield
-    finally:
-        if ours:
-            os.environ.pop(key, None)
 
 
 # ------------------------------------------------------------------------------------------------------ command line

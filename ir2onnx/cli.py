@@ -74,7 +74,7 @@ def convert(a: argparse.Namespace) -> int:
                          model.with_suffix(".onnx"), a.weights)
     defer_unused()  # sympy, and onnx's own tools: not needed to convert
     try:
-        with _one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
+        with one_blas_thread(), _no_gc(fewer_passes_after=a.own_process):
             import ir2onnx.api  # numpy, onnx and the converters
     except BaseException:
         bincopy.cancel()
@@ -141,13 +141,14 @@ def _bisect(a: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def one_blas_thread(*, children: bool = False) -> Iterator[None]:
     """numpy loaded within the block starts no OpenBLAS threads besides this one. They would spin for about 0.1 s of
     CPU time after the import, competing with the conversion and its onnxruntime helper on machines with few cores;
     a conversion does no linear algebra. (OpenBLAS reads the variable when numpy loads it; set only for that, and
-    only where the user has not set it.)"""
+    only where the user has not set it.) `children`: for the processes started within the block (batch.py's
+    workers), whether or not this one has loaded numpy."""
     key = "OPENBLAS_NUM_THREADS"
-    ours = key not in os.environ and "numpy" not in sys.modules
+    ours = key not in os.environ and (children or "numpy" not in sys.modules)
     if ours:
         os.environ[key] = "1"
     try:

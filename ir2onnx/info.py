@@ -74,7 +74,7 @@ def fake_quantize_forms(graph: Graph, weights: Weights | None) -> Counter[str]:
     DequantizeLinear" (or "as DequantizeLinear of stored integers" on a constant input), else why they keep the
     exact composition (ir/fake_quantize.py). Ranges are read where they are Const layers (through Converts)."""
     forms: Counter[str] = Counter()
-    for g in _graphs(graph):
+    for g in graph.graphs():
         for layer in g.layers:
             if layer.type != "FakeQuantize":
                 continue
@@ -86,14 +86,6 @@ def fake_quantize_forms(graph: Graph, weights: Weights | None) -> Counter[str]:
             forms["kept exact: " + grid if isinstance(grid, str) else
                   "as DequantizeLinear of stored integers" if x is not None else "as QuantizeLinear/DequantizeLinear"] += 1
     return forms
-
-
-def _graphs(graph: Graph) -> list[Graph]:
-    out = [graph]
-    for layer in graph.layers:
-        for body in layer.bodies:
-            out += _graphs(body.graph)
-    return out
 
 
 def _constant(graph: Graph, layer: Layer, port: int, weights: Weights | None) -> np.ndarray | None:

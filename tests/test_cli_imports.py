@@ -182,7 +182,7 @@ def test_conversion_loads_numpy_with_one_blas_thread(user: str | None, expected:
 
     if user is not None and (os.cpu_count() or 1) < int(user):
         pytest.skip("OpenBLAS starts no more threads than there are cores")
-    code = ("import os; from ir2onnx.cli import _one_blas_thread\nwith _one_blas_thread():\n    import numpy\n"
+    code = ("import os; from ir2onnx.cli import one_blas_thread\nwith one_blas_thread():\n    import numpy\n"
             "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'))")
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     if user is not None:

@@ -198,6 +198,14 @@ class Graph:
                     heapq.heappush(ready, (pos[nxt], nxt))
         return tuple(order)
 
+    def graphs(self) -> list[Graph]:
+        """This graph and every nested body and branch, outer first."""
+        out: list[Graph] = [self]
+        for layer in self.layers:
+            for body in layer.bodies:
+                out.extend(body.graph.graphs())
+        return out
+
     def walk(self) -> list[Layer]:
         """Every layer of this graph and of all nested bodies, outer first."""
         out: list[Layer] = []

@@ -33,7 +33,7 @@ def validate_types(model: IRModel) -> None:
     """After element types are resolved (ir.infer): inputs that must be integers are integers, strings go only into
     ops that move them. Raises IRValidationError listing every offending input."""
     problems: list[str] = []
-    for g in _graphs(model.graph):
+    for g in model.graph.graphs():
         for (lid, i), src in g.sources.items():
             et, layer = src.layer.outputs[src.output].element_type, g.by_id[lid]
             if et is not None and et.name == "string" and layer.type_key not in _STRING_OPS:
@@ -48,14 +48,6 @@ def validate_types(model: IRModel) -> None:
                                     f"or count), not {et.name} (from {src.layer.where()})")  # type: ignore[union-attr]
     if problems:
         raise IRValidationError(problems)
-
-
-def _graphs(g: Graph) -> list[Graph]:
-    out = [g]
-    for layer in g.layers:
-        for body in layer.bodies:
-            out.extend(_graphs(body.graph))
-    return out
 
 
 def validate(model: IRModel, bin_size: int | None) -> None:

@@ -244,14 +244,6 @@ def names() -> frozenset[str]:
     return frozenset(out)
 
 
-def stage(name: str) -> Stage:
-    """The stage of that name (for tests and tools that run one stage alone)."""
-    for s in PIPELINE:
-        if s.stage.name == name:
-            return s.stage
-    raise KeyError(name)
-
-
 def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] | None = None) -> None:
     """Run the pipeline for `options` on `model`, in place (`only`: just the stages of those names, in pipeline
     order). `model.meta[APPLIED]` lists the optimising passes run."""

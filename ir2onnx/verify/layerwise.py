@@ -18,7 +18,7 @@ from ir2onnx.verify.compare import compare_output
 from ir2onnx.verify.isolate import RuntimeFailure, run_jobs
 from ir2onnx.verify.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure, tie_slack
 from ir2onnx.verify.onnx_edit import defined_names, expose, find_body, standalone_body
-from ir2onnx.verify.quantized import holds_quantizers
+from ir2onnx.verify.quantized import MOVES, holds_quantizers
 from ir2onnx.verify.report import CheckReport, LayerComparison, LayerwiseReport
 
 _SKIP = ("parameter", "const", "constant", "result")
@@ -184,8 +184,7 @@ def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarr
 
 
 _FUSED = ("LSTM", "GRU", "RNN")
-_MOVES = frozenset({"Identity", "Reshape", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Concat", "Split", "Gather",
-                    "Cast", "If"})
+_MOVES = MOVES | {"Cast", "If"}  # and a guarding If's branches
 
 
 def _fused_into(proto: Any, lmap: Mapping[str, str], scope: str) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ import onnx
 from onnx import numpy_helper
 
 # ops whose output values are some of their (first) input's values: a quantized tensor stays on its grid through them
-_MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
+MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
                     "Concat", "Split", "MaxPool", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"})
 
 
@@ -48,7 +48,7 @@ def _step(name: str, producer: dict[str, onnx.NodeProto], consts: dict[str, onnx
     if node.op_type == "DequantizeLinear" and len(node.input) > 1 and node.input[1] in consts:
         scale = numpy_helper.to_array(consts[node.input[1]]).astype(np.float64)
         return float(np.max(np.abs(scale))) if scale.size else None
-    if node.op_type not in _MOVES:
+    if node.op_type not in MOVES:
         return None
     sources = node.input if node.op_type == "Concat" else node.input[:1]
     found = [_step(s, producer, consts, seen) for s in sources if s]

@@ -42,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +56,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 sys.path.insert(0, str(ROOT / "scripts" / "fixtures"))
 from make_nncf_fixtures import PTQ, SOURCES, WC, calibration_inputs
+
+sys.path.insert(0, str(ROOT / "scripts" / "bench"))
+from bench_recurrent import median_ms as recurrent_median_ms
 
 
 def _inputs(name: str) -> list[np.ndarray]:
@@ -76,18 +78,8 @@ def _error(got: list[np.ndarray], want: list[np.ndarray]) -> float:
 # ---- timing
 
 def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
-    """Median wall time of up to `repeat` runs (at least 5, then while within `budget_s`), after a pause (the other
-    runtime's worker threads stop spinning) and warm-up runs."""
-    time.sleep(0.2)
-    for _ in range(5):
-        fn()
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < repeat and (len(times) < 5 or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    """bench_recurrent's median, after five warm-up runs: at least five timed runs."""
+    return recurrent_median_ms(fn, repeat, budget_s, warmup=5, pause=0.2, least=5)
 
 
 def timed_rounds(makers: dict[str, Callable[[], Callable[[], object]]], args: argparse.Namespace

@@ -63,15 +63,16 @@ from ir2onnx.verify.onnx_edit import all_nodes
 # ---- timing
 
 
-def median_ms(fn: Callable[[], object], repeat: int, budget_s: float) -> float:
-    """Median wall time of up to `repeat` runs (at least 3, then while within `budget_s`), after a pause (the other
-    runtime's worker threads stop spinning: they would take cores from this one) and two warm-up runs."""
-    time.sleep(0.3)
-    for _ in range(2):
+def median_ms(fn: Callable[[], object], repeat: int, budget_s: float, *, warmup: int = 2, pause: float = 0.3,
+              least: int = 3) -> float:
+    """Median wall time of up to `repeat` runs (at least `least`, then while within `budget_s`), after a pause (the
+    other runtime's worker threads stop spinning: they would take cores from this one) and `warmup` runs."""
+    time.sleep(pause)
+    for _ in range(warmup):
         fn()
     times: list[float] = []
     start = time.perf_counter()
-    while len(times) < repeat and (len(times) < 3 or time.perf_counter() - start < budget_s):
+    while len(times) < repeat and (len(times) < least or time.perf_counter() - start < budget_s):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000)
