@@ -278,3 +278,20 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     bits = BITS[DT.FLOAT16 if a.dtype == np.float16 else DT.FLOAT]
     return a.shape == b.shape and bool(np.array_equal(np.ascontiguousarray(a).view(bits),
                                                       np.ascontiguousarray(b).view(bits)))
+
+
+def transpose_matrix(tensor: oir.TensorProtocol) -> np.ndarray:
+    """The 2-D integer `tensor` transposed: an array of its values, or for a 4-bit tensor its packed bytes (two
+    values a byte, the first in the low nibble, as ONNX and OpenVINO store them; the bits moved, not the values, so
+    signed and unsigned alike)."""
+    rows, cols = (int(d) for d in tensor.shape)
+    if not isinstance(tensor, oir.PackedTensor):
+        return np.ascontiguousarray(tensor.numpy().T)
+    packed = np.asarray(tensor.raw).reshape(-1)
+    nibbles = np.empty(packed.size * 2, np.uint8)
+    nibbles[0::2] = packed & 15
+    nibbles[1::2] = packed >> 4
+    moved = nibbles[:rows * cols].reshape(rows, cols).T.reshape(-1)
+    if moved.size % 2:
+        moved = np.append(moved, np.uint8(0))
+    return moved[0::2] | (moved[1::2] << 4)

@@ -16,10 +16,11 @@ bytes are read with another shape where a form needs one (a view: no copy, the f
   [K, N] weight in the form onnxruntime (1.32) fuses with the MatMul into one MatMulNBits at load, which holds the
   weight packed at its bit width: nothing that depends only on the weights runs per call. Per output channel (or per
   tensor, its scale repeated per channel) with axis 1; by groups of g inputs (g a power of two from 16, opset 21) by
-  blocks with axis 0. A transpose_b weight [N, K] is transposed as integers (a Transpose of the initializer, which
-  onnxruntime folds at load; DequantizeLinear of [N, K] with axis 0 before the Transpose is fused only with a zero
-  point, and for signed 8 bits from opset 21) and the result transposed back before the MatMul's own Transpose (a
-  pair onnxruntime cancels). The fused MatMulNBits computes at the accuracy level of the session option
+  blocks with axis 0. A transpose_b weight [N, K] is stored transposed as integers (a new initializer, computed
+  as the model is written: DequantizeLinear of [N, K] with axis 0 before the Transpose is fused only with a zero
+  point, and for signed 8 bits from opset 21; a Transpose node of the .bin's integers, which onnxruntime would fold,
+  makes it hold one more copy of every weight while loading, and glibc keeps that memory: 2.3x the .bin instead of
+  1.35-1.6x) and the result transposed back before the MatMul's own Transpose (a pair onnxruntime cancels). The fused MatMulNBits computes at the accuracy level of the session option
   `session.qdq_matmulnbits_accuracy_level`: onnxruntime's default (4) quantizes the activations to int8 (about 5e-3
   relative error), 1 computes in f32, as the check and the tests run (verify/worker.py). A scale read by another
   node keeps onnxruntime from fusing: a chain with several readers gives each form a scale of its own. OpenVINO's
@@ -87,7 +88,7 @@ class DequantizeWeightsPass(ReplacingPass):
         self._opset = model.opset_imports.get("", model.opset_imports.get("ai.onnx", 1))
         self._main = model.graph  # new constants are its initializers (bodies read them as outer values)
         self._names = all_names(model.graph)
-        self._views: dict[tuple[int, tuple[int, ...]], oir.Value] = {}
+        self._views: dict[tuple[int, object], oir.Value] = {}
         self._read: set[oir.Value] = set()  # initializers whose readers the rewrite changed
         self._own_scale = False  # a new scale initializer even where the chain's own holds it
         modified = False
@@ -254,7 +255,7 @@ class DequantizeWeightsPass(ReplacingPass):
             return self._done(new, like, graph, anchor,
                               self._node(new, "DequantizeLinear", inputs, w.out, w.final, name, attrs))
         perm = [oir.AttrInt64s("perm", [1, 0])]
-        inputs[0] = self._node(new, "Transpose", [q], w.qtype, (cols, rows), f"{name}/transpose_weight", perm)
+        inputs[0] = self._transposed(q, "weight")
         kn = self._node(new, "DequantizeLinear", inputs, w.out, (cols, rows), name, attrs)
         return self._done(new, like, graph, anchor,
                           self._node(new, "Transpose", [kn], w.out, w.final, f"{name}/transpose", perm))
@@ -347,6 +348,24 @@ class DequantizeWeightsPass(ReplacingPass):
             else:
                 view = oir.Tensor(t.numpy().reshape(shape), dtype=t.dtype)
             self._views[key] = self._initializer(view, source.graph, f"{source.name or hint}/{hint}")
+        return self._views[key]
+
+    def _transposed(self, source: oir.Value, hint: str) -> oir.Value:
+        """A 2-D integer initializer `source` transposed, as a new initializer of the same graph (one per source),
+        computed when the model is written (so the conversion holds one transposed weight at a time)."""
+        t = source.const_value
+        assert t is not None and source.graph is not None and len(t.shape) == 2
+        key = (id(source), "transposed")
+        if key not in self._views:
+            shape = oir.Shape(list(t.shape)[::-1])
+
+            def compute() -> oir.TensorProtocol:
+                moved = cf.transpose_matrix(t)  # type: ignore[arg-type]
+                packed = isinstance(t, oir.PackedTensor)
+                return oir.PackedTensor(moved, t.dtype, shape=shape) if packed else oir.Tensor(moved, dtype=t.dtype)
+
+            lazy = oir.LazyTensor(compute, dtype=t.dtype, shape=shape)
+            self._views[key] = self._initializer(lazy, source.graph, f"{source.name or hint}/transposed")
         return self._views[key]
 
     def _scale(self, value: oir.Value, target: np.ndarray, like: oir.Node, new: list[oir.Node]) -> oir.Value:
