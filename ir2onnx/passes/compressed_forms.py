@@ -245,6 +245,20 @@ def form(wshape: tuple[int, ...], params: tuple[int, ...]) -> Form | None:
     return Form((before, wshape[k], after), 1, wshape[k], (before, 1, after))
 
 
+def channel_first(w: Weight, generic: Form) -> Form:
+    """`generic` (a form of `form`), or where it is per channel along the first axis that is not 1 and the chain's
+    shape (rank 3 or more) starts with that axis: per channel on the chain's own shape with axis 0, as ONNX
+    quantizes convolution weights. onnxruntime then fuses the DequantizeLinear with the Conv reading it (QLinearConv;
+    a Reshape between them, the rank-3 view's, keeps it a float Conv); no Reshape runs."""
+    full = [i for i, p in enumerate(w.params) if p != 1]
+    if generic.axis is None or generic.block or len(full) != 1 or len(w.final) < 3:
+        return generic
+    a = full[0]
+    if math.prod(w.wshape[:a]) != 1 or w.final[0] != w.wshape[a]:
+        return generic
+    return Form(w.final, 0, 0, (w.wshape[a],))
+
+
 def reshape_target(reshape: oir.Node, wshape: tuple[int, ...]) -> tuple[int, ...] | None:
     """The Reshape's output shape for an input of `wshape` (0 and -1 resolved)."""
     dims = const_ints(reshape.inputs[1])

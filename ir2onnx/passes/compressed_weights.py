@@ -120,6 +120,7 @@ class DequantizeWeightsPass(ReplacingPass):
                 readers.append((node, index, kind, form))
         others = c.end.is_graph_output() or not readers or any(kind == "other" for _, _, kind, _ in readers)
         generic = cf.form(w.wshape, w.params) if others else None
+        generic = cf.channel_first(w, generic) if generic is not None else None
         if others and (generic is None or self._opset < cf.generic_opset(w, generic)):
             return False
 

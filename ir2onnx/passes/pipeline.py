@@ -14,6 +14,7 @@ else:
 | CPU RNN lowering | `optimize`, device "cpu" | onnxruntime's RNN kernel is slow: a Scan instead |
 | lean loops | `optimize` | per-step work moved out of loops, loop-carried layouts and glue simplified |
 | CPU recurrent kernels | `optimize`, device "cpu" | long sequences chunked, GRUs at larger batches as Scans |
+| quantized layout | `optimize` | quantized values in the groups onnxruntime runs in integers (QLinearConv, ...) |
 | clean-up | `optimize` | unused nodes and initializers removed, fresh names made unique |
 | runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions, quantized outer reads) |
 
@@ -43,6 +44,7 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.ort_types import OrtTypesPass
+from ir2onnx.passes.quantized_layout import QuantizedLayoutPass
 from ir2onnx.passes.quantized_reads import QuantizedImplicitReadsPass
 from ir2onnx.passes.recurrent.chunk_rnn import ChunkRecurrentPass
 from ir2onnx.passes.recurrent.full_lengths import DropFullSequenceLensPass, FullReversalPass
@@ -215,6 +217,9 @@ PIPELINE: tuple[Step, ...] = (
         ChunkRecurrentPass,  # long LSTM/GRU sequences as a chain of cache-sized nodes; bidirectional ones split
         GRUAsScanPass,  # at larger batches onnxruntime's GRU kernel is slower than a Scan over Gemm + gate arithmetic
     )), _on_cpu),
+    Step(Stage("quantized layout", (
+        QuantizedLayoutPass,  # Q/DQ groups onnxruntime runs in integers: biases into Convs, grids kept after moves
+    )), lambda o: o.optimize),
     Step(Stage("clean-up", (
         RemoveUnusedNodesPass,  # nodes nothing reads, bodies included
         RemoveUnusedSubgraphInitializersPass,  # bodies' and branches' initializers nothing reads any more
@@ -258,7 +263,8 @@ def run(model: oir.Model, options: Options = Options(), *, only: Sequence[str] |
         model.meta.pop(_BUDGET, None)
 
 
-OPTIMISATIONS = ("sequence clean-up", "CPU RNN lowering", "lean loops", "CPU recurrent kernels", "clean-up")
+OPTIMISATIONS = ("sequence clean-up", "CPU RNN lowering", "lean loops", "CPU recurrent kernels", "quantized layout",
+                 "clean-up")
 
 
 def optimize(model: oir.Model, *, device: str = "cpu") -> None:

@@ -103,7 +103,8 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
             if ties is not None:
                 notes.append("the model quantizes with QuantizeLinear, which rounds x / scale where OpenVINO rounds "
                              "its own formula: outputs were also judged against how far rounding at ties moves them "
-                             "(two more onnxruntime runs, quantizer inputs nudged by 2^-18)")
+                             "(two more onnxruntime runs, quantizer inputs nudged by 2^-18, and by half the step of a "
+                             "convolution's int32 bias where it has one)")
             report = finish(proto, got, ref, notes, common, rtol, atol, ties=ties)
         if reference and not report.passed and report.failure is None:
             low = [note for t, note in (("f16", F16_NOTE), ("bf16", BF16_NOTE)) if _computes_in(ir_model.graph, t)]

@@ -17,20 +17,20 @@ from ir2onnx.translate import layer_map
 from tests.utils import assert_equivalent
 
 TI = Path(__file__).resolve().parents[2] / "samples" / "ti_lstm" / "model.xml"
-OPTIMISED = ["fusion", "fusion after moving work", "sequence clean-up", "lean loops", "clean-up"]
+OPTIMISED = ["fusion", "fusion after moving work", "sequence clean-up", "lean loops", "quantized layout", "clean-up"]
 CW = "compressed weights"
 
 
 @pytest.mark.parametrize(("options", "expected"), [
     (pipeline.Options(), [CW, "types", *OPTIMISED[:3], "CPU RNN lowering", "lean loops", "CPU recurrent kernels",
-                          "clean-up", "runtime legalisation"]),
+                          "quantized layout", "clean-up", "runtime legalisation"]),
     (pipeline.Options(device="cuda"), [CW, "types", *OPTIMISED, "runtime legalisation"]),
     (pipeline.Options(optimize=False, fuse=False), ["types", "runtime legalisation"]),
     (pipeline.Options(optimize=False), ["types", "fusion", "runtime legalisation"]),
     (pipeline.Options(fuse=False, device="cuda"), [CW, "types", *OPTIMISED[2:], "runtime legalisation"]),
     (pipeline.Options(optimize=False, fuse=False, f16_as_f32=True), ["f16 as f32", "types", "runtime legalisation"]),
     (pipeline.Options(device="cuda", skip=frozenset({"lean loops", "fusion after moving work"})),
-     [CW, "types", "fusion", "sequence clean-up", "clean-up", "runtime legalisation"]),
+     [CW, "types", "fusion", "sequence clean-up", "quantized layout", "clean-up", "runtime legalisation"]),
 ], ids=["default", "cuda", "plain", "no-optimize", "no-fuse-cuda", "f16-as-f32", "skip-stages"])
 def test_options_select_stages(options: pipeline.Options, expected: list[str]) -> None:
     assert [s.name for s in pipeline.stages(options)] == expected

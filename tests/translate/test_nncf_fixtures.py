@@ -47,6 +47,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+import ir2onnx
 from ir2onnx.verify.onnxruntime_run import ACCURATE_SESSION_CONFIG
 from tests.fixture_paths import fixture_names, load_fixture
 from tests.utils import convert_checked, count_ops, ov
@@ -202,8 +203,9 @@ def test_exact_fake_quantize_matches_openvino(name: str) -> None:
 
 @pytest.mark.parametrize("name", PTQ)
 def test_onnx_quantization(name: str) -> None:
+    """The translation's quantized form (the layout pass left out) under the module docstring's rule."""
     xml, inputs, _ = load_fixture(name)
-    proto = convert_checked(xml, quantization="onnx")
+    proto = convert_checked(xml, quantization="onnx", skip_passes=["QuantizedLayoutPass"])
     fq = _fake_quantize_count(xml)
     assert fq > 0
     assert count_ops(proto, "QuantizeLinear") == fq  # every FakeQuantize: all are 256-level 8-bit grids here
@@ -211,3 +213,20 @@ def test_onnx_quantization(name: str) -> None:
     assert count_ops(proto, "Round") == 0
     _assert_weights_stay_integers(xml, proto, exact=False)
     _assert_close_but_for_ties(xml, proto, inputs)
+
+
+@pytest.mark.parametrize("name", PTQ)
+def test_quantized_layout_passes_the_check(name: str) -> None:
+    """The default conversion (passes/quantized_layout.py: int32 biases in Convs, a quantization step after values
+    move) passes the check, which judges it in quantization steps, ties and the biases' rounding, on the stored
+    inputs and a random one; every FakeQuantize is still one QuantizeLinear."""
+    xml, inputs, _ = load_fixture(name)
+    proto = convert_checked(xml, quantization="onnx")
+    nodes = list(proto.graph.node)
+    requantized = sum(n.op_type == "QuantizeLinear" and n.name.endswith("/requantize") for n in nodes)
+    assert count_ops(proto, "QuantizeLinear") == _fake_quantize_count(xml) + requantized
+    _assert_weights_stay_integers(xml, proto, exact=False)
+    names = [i.name for i in proto.graph.input]
+    for feed in (inputs, *_random_inputs(inputs, 1)):
+        report = ir2onnx.check(xml, proto, inputs=dict(zip(names, feed)))
+        assert report.passed, report
