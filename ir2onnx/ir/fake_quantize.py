@@ -4,17 +4,22 @@ FakeQuantize maps x in [il, ih] to `levels` evenly spaced values from ol to oh. 
 ranges are constants, vary along at most one axis, and put level 0 at an integer zero point of an 8-bit type, on the
 input side and on the output side: 256 levels as uint8 (0..255); 255 levels (NNCF's narrow range for weights) as
 int8 (-127..127), on a constant input only (on a run-time one, QuantizeLinear's saturation at -128 would take inputs
-below the range one step lower). `ir2onnx info` and the converter (translate/ops/quantization.py) share this test.
+below the range one step lower); 16 and 15 levels alike as uint4 (0..15) and int4 (-7..7), which ONNX has from
+opset 21. `ir2onnx info` and the converter (translate/ops/quantization.py) share this test.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 # levels -> (numpy integer type, lowest and highest stored value, the stored value of level 0)
-GRIDS = {256: (np.uint8, 0, 255, 0), 255: (np.int8, -127, 127, -127)}
+GRIDS = {256: (np.uint8, 0, 255, 0), 255: (np.int8, -127, 127, -127),
+         16: (ml_dtypes.uint4, 0, 15, 0), 15: (ml_dtypes.int4, -7, 7, -7)}
+NARROW = (255, 15)  # grids one level short of the type's: constant inputs only
+FOUR_BIT = (16, 15)
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,8 @@ def integer_grid(levels: int, ranges: list[np.ndarray | None], rank: int | None,
     an input of `rank`, or why it has none."""
     if levels not in GRIDS:
         return f"{levels} levels"
-    if levels == 255 and not constant_input:
-        return "255 levels on a run-time input"
+    if levels in NARROW and not constant_input:
+        return f"{levels} levels on a run-time input"
     if any(r is None for r in ranges):
         return "run-time ranges"
     il, ih, ol, oh = (np.asarray(r, np.float32) for r in ranges)  # type: ignore[arg-type]

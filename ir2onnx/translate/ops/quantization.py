@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import onnx_ir as oir
 
-from ir2onnx.ir.fake_quantize import integer_grid, levels_of
+from ir2onnx.ir.fake_quantize import FOUR_BIT, integer_grid, levels_of
 from ir2onnx.translate.builder import onnx_dtype
 from ir2onnx.translate.context import LayerContext
 from ir2onnx.translate.ops.precision import f32_input
@@ -71,6 +71,10 @@ def _qdq(ctx: LayerContext, levels: int, consts: list[np.ndarray | None]) -> tup
     if isinstance(grid, str):
         return f"kept exact: {grid}"
     b = ctx.b
+    if levels in FOUR_BIT and ctx.opset < 21:
+        if b.opset_forced:
+            return "kept exact: 4-bit grids need opset 21"
+        b.require_opset(21, f"FakeQuantize with {levels} levels as 4-bit QuantizeLinear/DequantizeLinear")
     attrs = {"axis": grid.axis} if grid.axis is not None else {}
     dq_inputs = [b.const(grid.scale_out), b.const(grid.zero_out)]
     if x_const is not None:  # weights: the integers OpenVINO's formula gives, stored at 8 bits
