@@ -6,12 +6,12 @@ except a Loop's initial condition (true); integers in [0, 3], except where the I
 range of the axis they index, TopK's k in [1, size], Range runs upwards from [0, 2] to [5, 9] by 1, sequence
 lengths are the full length, divisors lie in [1, 3]; an LLM's attention mask and positions make one call of a
 generation (`_decoder_call`). An input read as a shape or an axis has no safe default: the notes name it (give it
-with --inputs).
+with --inputs). Where OpenVINO refuses to run the defaults, `DefaultInputs.retries` gives what to try next.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -22,7 +22,15 @@ from ir2onnx.ir.model import IRModel
 from ir2onnx.ir.weights import Weights
 from ir2onnx.verify.input_roles import Use, input_uses
 from ir2onnx.verify.report import InputInfo
-from ir2onnx.verify.shapes import choose_dims, onnx_accepts, openvino_shapes
+from ir2onnx.verify.shapes import (
+    MAX_SIZE,
+    Search,
+    choose_dims,
+    elements,
+    onnx_accepts,
+    openvino_shapes,
+    search_sizes,
+)
 
 _GENERIC_INT = (0, 3)
 _TRIP = (3, 7)
@@ -48,39 +56,117 @@ def default_inputs(model: onnx.ModelProto, ir_model: IRModel | None, weights: We
                    seed: int = 0, uniform: bool = False) -> tuple[dict[str, np.ndarray], list[InputInfo], list[str]]:
     """Inputs that exercise the model, what each one is, and notes on inputs that need --inputs (`uniform`: free
     dimensions of one size, see `choose_dims`)."""
-    from ir2onnx.translate.model import input_name
+    return DefaultInputs(model, ir_model, weights, seed).make(uniform)
 
-    rng = np.random.default_rng(seed)
-    specs = input_specs(model)
-    notes: list[str] = []
-    uses: dict[str, list[Use]] = {}
-    model_sizes = _onnx_sizes(model.graph)
-    ov_shapes = None
-    if ir_model is not None:
-        by_id = input_uses(ir_model.graph, weights)
-        uses = {input_name(p, ir_model.ir_version == 10): by_id[p.id] for p in ir_model.graph.parameters}
-        model_sizes |= {d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
-                        for d in port.dims if d is not None}
-        ov_shapes = openvino_shapes(ir_model.xml_path, ir_model.bin_path)
-    dim_specs = [(n, d) for n, _, d in specs]
-    if ov_shapes is not None and any(None in d for _, d in dim_specs):
-        fixed, groups = ov_shapes.ties()
-        shapes, shape_notes = choose_dims(dim_specs, ov_shapes.accepts, sorted(model_sizes), fixed, groups,
-                                          ov_shapes.bounds(), uniform)
-    else:
-        shapes, shape_notes = choose_dims(dim_specs, onnx_accepts(model), sorted(model_sizes), uniform=uniform)
-    notes.extend(shape_notes)
-    dynamic = [s for (n, _, dims) in specs for s, d in zip(shapes[n], dims) if d is None]
-    fallback_limit = min(dynamic) if dynamic else 2
-    feed: dict[str, np.ndarray] = {}
-    infos: list[InputInfo] = []
-    for name, dtype, _ in specs:
-        shape = shapes[name]
-        value, source = _value(rng, dtype, shape, uses.get(name, []), fallback_limit, name, notes)
-        feed[name] = value
-        infos.append(InputInfo(name, tuple(shape), str(dtype), source))
-    _decoder_call(feed, infos)
-    return feed, infos, notes
+
+Feed = dict[str, np.ndarray]
+_SEARCH_RUNS = 4  # OpenVINO runs on the search's inputs, at most
+
+
+class DefaultInputs:
+    """The default inputs of one model (`make`), and what to try when OpenVINO refuses them (`retries`)."""
+
+    def __init__(self, model: onnx.ModelProto, ir_model: IRModel | None, weights: Weights | None,
+                 seed: int = 0) -> None:
+        from ir2onnx.translate.model import input_name
+
+        self.model, self.seed = model, seed
+        self.specs = input_specs(model)
+        self.uses: dict[str, list[Use]] = {}
+        self.model_sizes = _onnx_sizes(model.graph)
+        self.ov_shapes = None
+        if ir_model is not None:
+            by_id = input_uses(ir_model.graph, weights)
+            self.uses = {input_name(p, ir_model.ir_version == 10): by_id[p.id] for p in ir_model.graph.parameters}
+            self.model_sizes |= {d for layer in ir_model.graph.walk() for port in (*layer.inputs, *layer.outputs)
+                                 for d in port.dims if d is not None}
+            self.ov_shapes = openvino_shapes(ir_model.xml_path, ir_model.bin_path)
+        self.dim_specs = [(n, d) for n, _, d in self.specs]
+        self.free = any(None in d for _, d in self.dim_specs)
+        self._ties: tuple[dict, list] | None = None
+        self.refusal: list[str] = []  # why the search found no inputs (notes), when it did not
+        self.first_shape_notes: list[str] = []  # the notes on the sizes of the first inputs (make())
+
+    def make(self, uniform: bool = False, search: Search | None = None,
+             prefer: int | None = None) -> tuple[Feed, list[InputInfo], list[str]]:
+        """Inputs that exercise the model, what each one is, and notes on inputs that need --inputs (free
+        dimensions as `choose_dims` chooses them)."""
+        shapes, shape_notes = self._shapes(uniform, search, prefer)
+        if not uniform and search is None and prefer is None:
+            self.first_shape_notes = shape_notes
+        return self._fill(shapes, shape_notes)
+
+    def _shapes(self, uniform: bool, search: Search | None,
+                prefer: int | None) -> tuple[dict[str, list[int]], list[str]]:
+        sizes = sorted(self.model_sizes)
+        if self.ov_shapes is not None and self.free:
+            if self._ties is None:
+                self._ties = self.ov_shapes.ties()
+            fixed, groups = self._ties
+            return choose_dims(self.dim_specs, self.ov_shapes.accepts, sizes, fixed, groups, self.ov_shapes.bounds(),
+                               uniform, search, prefer)
+        return choose_dims(self.dim_specs, onnx_accepts(self.model), sizes, uniform=uniform, search=search,
+                           prefer=prefer)
+
+    def _fill(self, shapes: dict[str, list[int]], shape_notes: list[str]) -> tuple[Feed, list[InputInfo], list[str]]:
+        rng = np.random.default_rng(self.seed)
+        notes = list(shape_notes)
+        dynamic = [s for (n, _, dims) in self.specs for s, d in zip(shapes[n], dims) if d is None]
+        fallback_limit = min(dynamic) if dynamic else 2
+        feed: Feed = {}
+        infos: list[InputInfo] = []
+        for name, dtype, _ in self.specs:
+            shape = shapes[name]
+            value, source = _value(rng, dtype, shape, self.uses.get(name, []), fallback_limit, name, notes)
+            feed[name] = value
+            infos.append(InputInfo(name, tuple(shape), str(dtype), source))
+        _decoder_call(feed, infos)
+        return feed, infos, notes
+
+    def retries(self, first: Feed) -> Iterator[tuple[Feed, list[InputInfo], list[str], bool]]:
+        """Inputs to try, in turn, after OpenVINO refused `first` (the default inputs), each with whether a search
+        chose it: free dimensions of one size, as the check has always tried next; then free dimensions a search
+        chose (`Search`: further sizes where shape inference refuses the first candidates, in OpenVINO's reshape of
+        the IR, which costs no compilation), first each dimension's own, then all preferring one size: the IR's
+        sizes, then powers of two. At most `_SEARCH_RUNS` searched inputs, each of new shapes and accepted by shape
+        inference; `refusal` says why there were none."""
+        seen = [self.shapes_of(first)]
+        feed, infos, notes = self.make(uniform=True)
+        if self.shapes_of(feed) not in seen:
+            seen.append(self.shapes_of(feed))
+            yield feed, infos, notes, False
+        if not self.free:
+            return
+        explain = (lambda: self.ov_shapes.last_refusal) if self.ov_shapes is not None else (lambda: None)
+        base = self.model_sizes | (self.ov_shapes.sizes() if self.ov_shapes is not None else set())
+        search = Search(search_sizes(base), explain=explain)
+        ladder = [*sorted(s for s in base if 2 <= s <= MAX_SIZE), *(1 << k for k in range(1, 17))]
+        runs = 0
+        for prefer in dict.fromkeys([None, *ladder]):
+            shapes, shape_notes = self._shapes(False, search, prefer)
+            if shape_notes:  # no size suits some dimension
+                if prefer is None:
+                    self.refusal = shape_notes
+                    return
+                continue
+            if elements(shapes) > search.max_elements:  # type: ignore[arg-type]
+                continue
+            feed, infos, notes = self._fill(shapes, [])
+            if self.shapes_of(feed) in seen:
+                continue
+            seen.append(self.shapes_of(feed))
+            yield feed, infos, notes, True
+            runs += 1
+            if runs >= _SEARCH_RUNS or search.spent:
+                return
+
+    def shapes_of(self, feed: Feed) -> dict[str, list[int]]:
+        return {n: list(np.shape(feed[n])) for n, _, _ in self.specs}
+
+    def free_shapes(self, feed: Feed) -> str:
+        """The shapes of the inputs with free dimensions: `x[3, 1024]`."""
+        free = [n for n, dims in self.dim_specs if None in dims]
+        return ", ".join(f"{n}{list(np.shape(feed[n]))}" for n in free)
 
 
 def _decoder_call(feed: dict[str, np.ndarray], infos: list[InputInfo]) -> None:
@@ -262,5 +348,5 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
     return default_inputs(model, None, None, seed)[0]
 
 
-__all__: Sequence[str] = ["default_inputs", "describe", "input_aliases", "input_specs", "load_inputs",
+__all__: Sequence[str] = ["DefaultInputs", "default_inputs", "describe", "input_aliases", "input_specs", "load_inputs",
                           "random_inputs", "validate_inputs"]

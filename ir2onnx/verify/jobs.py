@@ -69,9 +69,18 @@ def ort_job(path: str, feed: Mapping[str, np.ndarray], device: str, timeout: flo
 
 
 def ov_job(xml: str, bin_path: str | None, feed: Mapping[str, np.ndarray], timeout: float | None,
-           layers: bool = False, body_path: list[str] | None = None, states: dict | None = None) -> Job:
+           layers: bool = False, body_path: list[str] | None = None, states: dict | None = None,
+           shapes: dict | None = None) -> Job:
     return Job("OpenVINO", {"task": "openvino", "xml": xml, "bin": bin_path, "layers": layers,
-                            "body_path": body_path, "states": states}, feed, timeout)
+                            "body_path": body_path, "states": states, "shapes": shapes}, feed, timeout)
+
+
+def input_dims(proto: onnx.ModelProto) -> dict[str, list[int | None]]:
+    """The ONNX model's input dimensions by input name (None: free). OpenVINO runs the IR reshaped where they fix
+    dimensions the IR leaves free (a conversion with input shapes, ir2onnx/input_shapes.py): the IR the model was
+    made for."""
+    return {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+            for vi in proto.graph.input if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
 
 
 def model_states(proto: onnx.ModelProto) -> dict:
@@ -87,11 +96,19 @@ def model_states(proto: onnx.ModelProto) -> dict:
 REFUSED = "OpenVINO could not run the IR on the check's inputs"
 
 
-def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> CheckError:
+class Refused(CheckError):
+    """OpenVINO cannot run the IR on the check's inputs (`failure`: how it failed)."""
+
+    def __init__(self, message: str, failure: RuntimeFailure) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+def reference_failure(e: RuntimeFailure, notes: list[str], given: bool) -> Refused:
     """OpenVINO cannot run the IR on these inputs: the inputs are at fault, not the conversion."""
     hint = "" if given else " (default inputs; give suitable ones with --inputs)"
     extra = f"; {'; '.join(notes)}" if notes else ""
-    return CheckError(f"{REFUSED}{hint}: {e.reason}{extra}")
+    return Refused(f"{REFUSED}{hint}: {e.reason}{extra}", e)
 
 
 def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResult | None,
@@ -118,6 +135,9 @@ def finish(proto: onnx.ModelProto, got: RunResult | RuntimeFailure, ref: RunResu
             row = replace(row, passed=False, message=f"named '{ov_names[i]}' in OpenVINO" +
                           (f"; {row.message}" if row.message else ""))
         rows.append(row)
+    if ref is not None and ref.info.get("reshape_refused"):
+        notes = [*notes, ("OpenVINO could not run the IR reshaped to the model's input shapes "
+                          f"({ref.info['reshape_refused']}): it ran the IR as it is, on inputs of those shapes")]
     return CheckReport(tuple(rows), notes=tuple(notes), placement=placement, **common, **extra)
 
 

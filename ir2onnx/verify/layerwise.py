@@ -16,7 +16,16 @@ from ir2onnx.ir.model import Graph, IRModel, Layer
 from ir2onnx.translate import layer_map
 from ir2onnx.verify.compare import compare_output
 from ir2onnx.verify.isolate import RuntimeFailure, run_jobs
-from ir2onnx.verify.jobs import OnnxFile, finish, model_states, ort_job, ov_job, reference_failure, tie_slack
+from ir2onnx.verify.jobs import (
+    OnnxFile,
+    finish,
+    input_dims,
+    model_states,
+    ort_job,
+    ov_job,
+    reference_failure,
+    tie_slack,
+)
 from ir2onnx.verify.onnx_edit import defined_names, expose, find_body, standalone_body
 from ir2onnx.verify.quantized import MOVES, holds_quantizers
 from ir2onnx.verify.report import CheckReport, LayerComparison, LayerwiseReport
@@ -91,7 +100,7 @@ def run_layerwise(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.
     if level.ambiguous:
         lw_notes.append(f"layers sharing a name were not compared: {', '.join(sorted(level.ambiguous))}")
     ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
-                           states=model_states(proto))])[0]
+                           states=model_states(proto), shapes=input_dims(proto))])[0]
     if isinstance(ref, RuntimeFailure):
         raise reference_failure(ref, notes, given)
     exposed, _ = expose(onnx_file.full(), [name for _, _, name in ports])
@@ -142,7 +151,7 @@ def _descend(ir_model: IRModel, onnx_file: OnnxFile, feed: Mapping[str, np.ndarr
                 "them one by one)")
         return LayerwiseReport(scope, (), notes=(note,))
     ref = run_jobs([ov_job(ir_model.xml_path, bin_path, feed, timeout, layers=True,
-                           body_path=[layer.name for layer in path])])[0]
+                           body_path=[layer.name for layer in path], shapes=input_dims(onnx_file.proto))])[0]
     if isinstance(ref, RuntimeFailure):
         return stop(f"OpenVINO could not run the body of {loop.where()} alone: {ref.reason}")
     info, arrays = ref.info, ref.arrays

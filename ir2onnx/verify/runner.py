@@ -3,7 +3,7 @@ layer). Each runtime runs in a child process with a time limit."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -12,12 +12,13 @@ import onnx
 from ir2onnx.errors import CheckError
 from ir2onnx.ir import load
 from ir2onnx.ir.model import Graph
-from ir2onnx.verify.inputs import default_inputs, describe, input_aliases, validate_inputs
+from ir2onnx.verify.inputs import DefaultInputs, describe, input_aliases, validate_inputs
 from ir2onnx.verify.isolate import DEFAULT_TIMEOUT, RuntimeFailure, run_jobs
 from ir2onnx.verify.jobs import (
-    REFUSED,
     OnnxFile,
+    Refused,
     finish,
+    input_dims,
     model_states,
     ort_job,
     ov_job,
@@ -47,25 +48,46 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
     try:
         proto = onnx_file.proto
         notes: list[str] = []
+        maker = None
         if inputs is not None:
             feed = validate_inputs(inputs, proto, input_aliases(ir_model))
             infos = describe(feed, "given")
         else:
-            feed, infos_list, notes = default_inputs(proto, ir_model, weights, seed)
+            maker = DefaultInputs(proto, ir_model, weights, seed)
+            feed, infos_list, notes = maker.make()
             infos = infos_list
         reference = openvino_available()
         if not reference:
             notes.append("openvino is not installed: only onnxruntime ran, nothing was compared")
         common = {"reference": reference, "device": device, "inputs": tuple(infos),
                   "seed": None if inputs is not None else seed}
-        def uniform(refused: str | None) -> tuple[dict[str, np.ndarray], list[str], dict]:
-            """Default inputs whose free dimensions are all of one size (for models that need dimensions equal
-            that shape inference cannot tell), after OpenVINO refused the first ones (its message's last line)."""
-            feed2, infos2, notes2 = default_inputs(proto, ir_model, weights, seed, uniform=True)
-            last = [line.strip() for line in (refused or "").splitlines() if line.strip()][-1:]
-            notes2.append("OpenVINO refused default inputs with free dimensions of different sizes"
-                          f"{f' ({last[0]})' if last else ''}; they are all of one size")
-            return feed2, notes2, {**common, "inputs": tuple(infos2)}
+        refused: list[str] = []  # the shapes of the free dimensions OpenVINO refused
+
+        def retries(reason: str) -> Iterator[tuple[dict[str, np.ndarray], list[str], dict, bool]]:
+            """Default inputs to try after OpenVINO refused the first ones (`reason`: its message): free dimensions
+            of one size, then sizes a search found (DefaultInputs.retries; the flag: searched)."""
+            assert maker is not None
+            last = [line.strip() for line in reason.splitlines() if line.strip()][-1:]
+            why = f" ({last[0]})" if last else ""
+            refused.append(maker.free_shapes(feed))
+            for feed2, infos2, notes2, searched in maker.retries(feed):
+                if searched:
+                    notes2.append(f"OpenVINO refused the default inputs{why}; a search of the free dimensions' sizes "
+                                  f"found {maker.free_shapes(feed2)}, which it runs (it refused {', '.join(refused)})")
+                else:
+                    notes2.append("OpenVINO refused default inputs with free dimensions of different sizes"
+                                  f"{why}; they are all of one size")
+                yield feed2, notes2, {**common, "inputs": tuple(infos2)}, searched
+                refused.append(maker.free_shapes(feed2))
+
+        def nothing_runs() -> list[str]:
+            """What the search tried, for the error when OpenVINO ran none of the default inputs."""
+            assert maker is not None
+            if not maker.free:
+                return notes
+            tried = f"OpenVINO refused the free dimensions' sizes {'; '.join(refused)}" if refused else ""
+            kept = [n for n in notes if n not in maker.first_shape_notes] if maker.refusal else notes
+            return [*kept, *maker.refusal, *([tried] if tried else []), "give the inputs with --inputs FILE.npz"]
 
         if layerwise and reference:
             from ir2onnx.verify.layerwise import run_layerwise  # only here: it loads onnx-ir (the layer map)
@@ -76,17 +98,36 @@ def run_check(xml_path: str, model: onnx.ModelProto | str, *, bin_path: str | No
 
             try:
                 return layers(feed, notes, common)
-            except CheckError as e:
-                if inputs is not None or not str(e).startswith(REFUSED):
+            except Refused as refusal:
+                if inputs is not None:
                     raise
-                return layers(*uniform(None))
-        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout, states=model_states(proto))])[0] \
+                first = refusal.failure
+            for *attempt, searched in retries(first.reason):
+                if searched and first.timed_out:  # a search of runs that hang would only take long
+                    break
+                try:
+                    return layers(*attempt)
+                except Refused as e:
+                    if e.failure.timed_out:
+                        break
+            raise reference_failure(first, nothing_runs(), False)
+        ref = run_jobs([ov_job(xml_path, bin_path, feed, timeout, states=model_states(proto),
+                                shapes=input_dims(proto))])[0] \
             if reference else None
-        if isinstance(ref, RuntimeFailure) and inputs is None:  # free dimensions of one size, once
-            feed2, notes2, common2 = uniform(ref.reason)
-            ref2 = run_jobs([ov_job(xml_path, bin_path, feed2, timeout, states=model_states(proto))])[0]
-            if not isinstance(ref2, RuntimeFailure):
-                feed, ref, notes, common = feed2, ref2, notes2, common2
+        if isinstance(ref, RuntimeFailure) and inputs is None:
+            first = ref
+            for feed2, notes2, common2, searched in retries(ref.reason):
+                if searched and first.timed_out:  # a search of runs that hang would only take long
+                    break
+                ref2 = run_jobs([ov_job(xml_path, bin_path, feed2, timeout, states=model_states(proto),
+                                        shapes=input_dims(proto))])[0]
+                if not isinstance(ref2, RuntimeFailure):
+                    feed, ref, notes, common = feed2, ref2, notes2, common2
+                    break
+                if ref2.timed_out:
+                    break
+            if isinstance(ref, RuntimeFailure):
+                notes = nothing_runs()
         if isinstance(ref, RuntimeFailure):
             raise reference_failure(ref, notes, inputs is not None)
         if equivalent_branch_ifs(proto.graph):  # both forms, whichever the inputs' batch would pick

@@ -317,11 +317,48 @@ def port_name(port: Any) -> str:
     return layer if layer in names or not names else str(port.get_any_name())
 
 
+def _reshape(ov: Any, model: Any, shapes: dict[str, list[int | None]]) -> bool:
+    """The IR reshaped to the ONNX model's input dimensions where they fix ones the IR leaves free (the model was
+    converted for those shapes: `--input`); nothing changes for a model converted without them. Whether it was."""
+    new = {}
+    for port in model.inputs:
+        ps, dims = port.get_partial_shape(), shapes.get(port_name(port))
+        if dims is None or (ps.rank.is_static and len(dims) != ps.rank.get_length()):
+            continue
+        if ps.rank.is_static and not any(d is not None and ps[i].is_dynamic for i, d in enumerate(dims)):
+            continue
+        new[port] = ov.PartialShape([ov.Dimension(d) if d is not None else
+                                     (ps[i] if ps.rank.is_static else ov.Dimension()) for i, d in enumerate(dims)])
+    if new:
+        model.reshape(new)
+    return bool(new)
+
+
 def _run_openvino(job: dict[str, Any], inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """The IR reshaped to the ONNX model's static input shapes where it has free dimensions; where OpenVINO cannot
+    run it so (its CPU plugin fails on some static Loops), the IR as it is, on the same inputs (`reshape_refused`
+    says why)."""
     import openvino as ov
 
     core = ov.Core()
-    model = core.read_model(job["xml"], job["bin"]) if job.get("bin") else core.read_model(job["xml"])
+
+    def read() -> Any:
+        return core.read_model(job["xml"], job["bin"]) if job.get("bin") else core.read_model(job["xml"])
+
+    model = read()
+    if not _reshape(ov, model, job.get("shapes") or {}):
+        return _run_model(core, model, job, inputs)
+    try:
+        return _run_model(core, model, job, inputs)
+    except Exception as e:  # noqa: BLE001  tried again on the IR as it is
+        refusal = [line.strip() for line in str(e).splitlines() if line.strip()][-1:] or [type(e).__name__]
+    info, outs = _run_model(core, read(), job, inputs)
+    info["reshape_refused"] = refusal[0]
+    return info, outs
+
+
+def _run_model(core: Any, model: Any, job: dict[str, Any],
+               inputs: dict[str, np.ndarray]) -> tuple[dict[str, Any], list[np.ndarray]]:
     feed = [inputs[port_name(p)] for p in model.inputs]
     info: dict[str, Any] = {}
     body_feeds: list[np.ndarray] = []
