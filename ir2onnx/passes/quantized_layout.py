@@ -109,11 +109,15 @@ def _bias_into_conv(conv: oir.Node, graph: oir.Graph, names: object) -> bool:
     dq = oir.Node("", "DequantizeLinear", inits, [oir.AttrInt64("axis", 0)], name=name)
     dq.outputs[0].name = fresh_name(names, f"{name}_out")  # type: ignore[arg-type]
     dq.outputs[0].type, dq.outputs[0].shape = oir.TensorType(oir.DataType.FLOAT), oir.Shape([channels])
-    graph.insert_before(conv, inherit_meta(dq, add))
-    conv.resize_inputs(3)
-    conv.replace_input_with(2, dq.outputs[0])
-    read_instead(add.outputs[0], out, graph)
-    graph.remove(add, safe=True)
+    # a new Conv: its output is the Add's value, and the convolution's own (without the bias) no longer exists, so the
+    # layer map drops the IR's Convolution layer rather than compare its value with the sum
+    biased = oir.Node("", "Conv", [conv.inputs[0], conv.inputs[1], dq.outputs[0]], list(conv.attributes.values()),
+                      name=fresh_name(names, f"{conv.name or 'conv'}/biased"))  # type: ignore[arg-type]
+    biased.outputs[0].name = fresh_name(names, f"{biased.name}_out")  # type: ignore[arg-type]
+    biased.outputs[0].type, biased.outputs[0].shape = add.outputs[0].type, add.outputs[0].shape
+    graph.insert_before(conv, [inherit_meta(dq, add), inherit_meta(biased, conv)])
+    read_instead(add.outputs[0], biased.outputs[0], graph)
+    graph.remove([add, conv], safe=True)
     return True
 
 
