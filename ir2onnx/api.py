@@ -15,6 +15,8 @@ from onnx_ir import passes as oir_passes
 
 from ir2onnx import bincopy
 from ir2onnx.errors import ConversionError, InvalidModelError
+from ir2onnx.input_shapes import InputShapes
+from ir2onnx.input_shapes import normalize as normalize_shapes
 from ir2onnx.ir import load
 from ir2onnx.passes import pipeline
 from ir2onnx.translate import layer_map
@@ -32,7 +34,8 @@ log = logging.getLogger("ir2onnx")
 def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
                   optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
                   skip_passes: Iterable[str] = (), quantization: str = "onnx",
-                  pass_limit: int | None = None) -> oir.Model:
+                  pass_limit: int | None = None, input_shapes: InputShapes | None = None,
+                  portable: bool = False) -> oir.Model:
     """Convert to an onnx-ir model whose initializers are zero-copy views of the memory-mapped .bin.
 
     `fuse`: loops that run one LSTM/GRU/RNN cell over a sequence become one ONNX LSTM/GRU/RNN node.
@@ -44,10 +47,15 @@ def convert_to_ir(xml_path: PathLike, bin_path: PathLike | None = None, *, opset
     `quantization`: FakeQuantize layers "onnx" (QuantizeLinear + DequantizeLinear where their grid is an 8-bit
     integer one, within one quantization step of OpenVINO; the default) or "exact" (OpenVINO's arithmetic).
     `pass_limit`: only the first that many optimising passes run (`model.meta["ir2onnx.passes_applied"]` lists the
-    passes a conversion ran; ir2onnx.verify.bisect finds the first that changes a result)."""
+    passes a conversion ran; ir2onnx.verify.bisect finds the first that changes a result).
+    `input_shapes`: input name -> dimensions (None keeps the IR's), or dimensions in input order, fixed before
+    translation: the model is made for those shapes, its shape arithmetic folded (ir2onnx/input_shapes.py).
+    `portable`: forms every ONNX consumer reads (OpenVINO's ONNX frontend, onnx's reference implementation,
+    onnx2torch, ...), not only onnxruntime, device-neutral (ir2onnx/passes/portable/)."""
     model, _ = _convert(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
                         device=device, defer=False, skip_passes=skip_passes,
-                        quantization=quantization, pass_limit=pass_limit)
+                        quantization=quantization, pass_limit=pass_limit, input_shapes=input_shapes,
+                        portable=portable)
     return model
 
 
@@ -68,7 +76,8 @@ class _Refused(Exception):
 def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None, optimize: bool, fuse: bool,
              f16_as_f32: bool, device: str, defer: bool,
              skip_passes: Iterable[str] = (), quantization: str = "onnx",
-             pass_limit: int | None = None) -> tuple[oir.Model, _Deferred | None]:
+             pass_limit: int | None = None, input_shapes: InputShapes | None = None, portable: bool = False
+             ) -> tuple[oir.Model, _Deferred | None]:
     """convert_to_ir. With `defer`, onnxruntime's verdict on the optimised model is not waited for: it is returned
     to be read later (convert_file reads it once the files are written, before they take their places)."""
     if device not in DEVICES:
@@ -78,11 +87,12 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
     if unknown:
         raise ConversionError(f"unknown pass or stage {', '.join(map(repr, unknown))} (ir2onnx.passes.pipeline: "
                               f"{', '.join(sorted(pipeline.names()))})")
-    model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None)
+    shapes = normalize_shapes(input_shapes)
+    model, weights = load(str(xml_path), str(bin_path) if bin_path is not None else None, shapes)
 
     def options(optimize: bool, fuse: bool) -> pipeline.Options:
         return pipeline.Options(optimize=optimize, fuse=fuse, device=device, f16_as_f32=f16_as_f32, skip=skip,
-                                limit=pass_limit)
+                                limit=pass_limit, static_inputs=shapes is not None, portable=portable)
 
     def passes(out: oir.Model, options: pipeline.Options) -> oir.Model:
         """The passes `options` select (passes/pipeline.py), run on the translation `out`."""
@@ -128,18 +138,20 @@ def _convert(xml_path: PathLike, bin_path: PathLike | None, *, opset: int | None
 
 def convert(xml_path: PathLike, bin_path: PathLike | None = None, *, opset: int | None = None,
             optimize: bool = True, fuse: bool = True, f16_as_f32: bool = False, device: str = "cpu",
-            skip_passes: Iterable[str] = (), quantization: str = "onnx") -> onnx.ModelProto:
+            skip_passes: Iterable[str] = (), quantization: str = "onnx",
+            input_shapes: InputShapes | None = None, portable: bool = False) -> onnx.ModelProto:
     """Convert an OpenVINO IR to an in-memory ONNX model (weights embedded; use convert_file for > 2 GB)."""
     return oir.to_proto(convert_to_ir(xml_path, bin_path, opset=opset, optimize=optimize, fuse=fuse,
                                      f16_as_f32=f16_as_f32, device=device, skip_passes=skip_passes,
-                                     quantization=quantization))
+                                     quantization=quantization, input_shapes=input_shapes, portable=portable))
 
 
 def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_path: PathLike | None = None, *,
                  opset: int | None = None, optimize: bool = True, fuse: bool = True, weights: str | None = None,
                  external_data: bool | None = None, progress: Progress | None = None,
                  f16_as_f32: bool = False, device: str = "cpu", skip_passes: Iterable[str] = (),
-                 quantization: str = "onnx") -> Path:
+                 quantization: str = "onnx", input_shapes: InputShapes | None = None,
+                 portable: bool = False) -> Path:
     """Convert and write atomically (temporary files, then renames; nothing is left behind on failure).
 
     `weights` says where the weights go (see ir2onnx.write): "reference" (the ONNX file points into the IR's .bin,
@@ -162,7 +174,7 @@ def convert_file(xml_path: PathLike, output_path: PathLike | None = None, bin_pa
     try:
         model, deferred = _convert(xml, bin_path, opset=opset, optimize=optimize, fuse=fuse, f16_as_f32=f16_as_f32,
                                    device=device, defer=True, skip_passes=skip_passes,
-                                   quantization=quantization)
+                                   quantization=quantization, input_shapes=input_shapes, portable=portable)
         if deferred is None:
             return _write_model(model, out, weights, progress, bin_copy=copy)
         try:  # onnxruntime loads the model (in its helper process) while the files are written
@@ -186,16 +198,18 @@ def _write_model(model: oir.Model, out: Path, weights: str | None, progress: Pro
 def check(xml_path: PathLike, onnx_model: onnx.ModelProto | PathLike | None = None, *,
           bin_path: PathLike | None = None, inputs: Mapping[str, np.ndarray] | PathLike | None = None,
           device: str = "cpu", rtol: float = 1e-4, atol: float = 1e-5, seed: int = 0,
-          opset: int | None = None, timeout: float | None = 60.0, layerwise: bool = False) -> CheckReport:
+          opset: int | None = None, timeout: float | None = 60.0, layerwise: bool = False,
+          input_shapes: InputShapes | None = None) -> CheckReport:
     """Run the ONNX model (a proto, or a file) in onnxruntime and, when openvino is importable, compare with
     OpenVINO on the IR. `inputs`: arrays by input name or an .npz file (default: chosen from the IR). Each runtime
     runs in a child process stopped after `timeout` seconds. `layerwise` also compares every layer's output and
-    names the first that differs."""
+    names the first that differs. Without `onnx_model`, the IR is converted (with `opset` and `input_shapes`); the
+    default inputs have the ONNX model's static input shapes."""
     from ir2onnx.verify.inputs import load_inputs
     from ir2onnx.verify.runner import run_check
 
     if onnx_model is None:
-        onnx_model = convert(xml_path, bin_path, opset=opset, device=device)
+        onnx_model = convert(xml_path, bin_path, opset=opset, device=device, input_shapes=input_shapes)
     model = onnx_model if isinstance(onnx_model, onnx.ModelProto) else os.fspath(onnx_model)
     if inputs is not None and not isinstance(inputs, Mapping):
         inputs = load_inputs(os.fspath(inputs))

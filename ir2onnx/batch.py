@@ -495,6 +495,10 @@ def options_from(a: argparse.Namespace) -> Options:
     convert = {"opset": a.opset, "optimize": a.optimize, "fuse": a.fuse, "weights": a.weights,
                "external_data": a.external_data, "f16_as_f32": a.f16_as_f32, "device": a.device,
                "skip_passes": tuple(a.skip_pass or ()), "quantization": a.quantization}
+    if a.input_shapes:  # every IR gets them: one whose inputs they do not fit is refused (its row says why)
+        from ir2onnx.input_shapes import parse
+
+        convert["input_shapes"] = parse(a.input_shapes)
     check = {"device": a.device, "rtol": a.rtol, "atol": a.atol, "seed": a.seed, "timeout": a.timeout,
              "layerwise": a.layerwise} if a.check else None
     return Options(convert, check, os.environ.get(HOOK_ENV) or None)

@@ -58,13 +58,20 @@ def convert(a: argparse.Namespace) -> int:
     if a.model.is_dir():  # every IR under it, by worker processes (ir2onnx/batch.py)
         from ir2onnx.batch import convert_dir
 
+        if a.portable:
+            return _fail(ConversionError("--portable converts one IR at a time (not a folder yet)"), a.debug)
+
         return convert_dir(a)
     if a.jobs is not None or a.force:
         return _fail(ConversionError("--jobs and --force apply to a folder (convert DIR -o OUTDIR)"), a.debug)
-    from ir2onnx import bincopy
+    from ir2onnx import bincopy, input_shapes
     from ir2onnx._lazy import defer_unused
     from ir2onnx.translate import ort_helper
 
+    try:
+        shapes = input_shapes.parse(a.input_shapes) if a.input_shapes else None
+    except ConversionError as e:
+        return _fail(e, a.debug)
     # started first, so that it imports onnxruntime while this process loads the converters and converts (--check
     # loads onnxruntime here anyway)
     helper = None if a.check else ort_helper.Helper.start()
@@ -96,7 +103,8 @@ def convert(a: argparse.Namespace) -> int:
                 path = ir2onnx.convert_file(a.model, a.output, a.bin_path, opset=a.opset, optimize=a.optimize,
                                             fuse=a.fuse, weights=a.weights, external_data=a.external_data,
                                             progress=bar.update, f16_as_f32=a.f16_as_f32, device=a.device,
-                                            skip_passes=a.skip_pass or (), quantization=a.quantization)
+                                            skip_passes=a.skip_pass or (), quantization=a.quantization,
+                                            input_shapes=shapes, portable=a.portable)
         if not a.quiet:
             _say(f"wrote {path}")
         if not a.check:
@@ -114,6 +122,7 @@ def convert(a: argparse.Namespace) -> int:
 def _bisect(a: argparse.Namespace) -> None:
     """After a failed check of an optimised conversion: the first pass whose output diverges (verify/bisect.py),
     said on the console and added to the JSON report."""
+    from ir2onnx import input_shapes
     from ir2onnx.verify.bisect import bisect_conversion
 
     try:
@@ -123,7 +132,8 @@ def _bisect(a: argparse.Namespace) -> None:
                 check_options={"inputs": a.inputs, "device": a.device, "rtol": a.rtol, "atol": a.atol,
                                "seed": a.seed, "timeout": a.timeout},
                 opset=a.opset, optimize=a.optimize, fuse=a.fuse, f16_as_f32=a.f16_as_f32, device=a.device,
-                skip_passes=a.skip_pass or (), quantization=a.quantization)
+                skip_passes=a.skip_pass or (), quantization=a.quantization,
+                input_shapes=input_shapes.parse(a.input_shapes) if a.input_shapes else None, portable=a.portable)
     except Exception as e:  # noqa: BLE001  the check's verdict stands; the search is an aid
         _say(f"the passes could not be bisected: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         return
@@ -317,6 +327,10 @@ def parser() -> argparse.ArgumentParser:
                    help="weights file (default: MODEL with .bin)")
     c.add_argument("--opset", type=int, metavar="N",
                    help="force this ONNX opset (default: the lowest, from 17, that expresses every layer)")
+    c.add_argument("--input", dest="input_shapes", action="append", metavar="NAME[DIMS]",
+                   help="fix an input's shape before converting, as ovc --input spells it: NAME[1,3,224,224], ? "
+                        "keeps a dimension as the IR has it, [DIMS] alone for a model of one input (repeatable). The "
+                        "model gets static shapes, its shape arithmetic folded; --check uses those shapes")
     c.add_argument("--check", action="store_true", help="run onnxruntime and compare with OpenVINO")
     _check_options(c, in_convert=True)
     c.add_argument("--optimize", action=argparse.BooleanOptionalAction, default=True,
@@ -331,6 +345,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--skip-pass", action="append", metavar="NAME",
                    help="leave out one pass (its class name) or stage of the pipeline (repeatable): to find which "
                         "pass changes a result; the names are listed on a wrong one")
+    c.add_argument("--portable", action="store_true",
+                   help="forms every ONNX consumer reads (OpenVINO's ONNX frontend, onnx.reference, onnx2torch, ...), "
+                        "not only onnxruntime, and no CPU-only layouts (docs/passes.md#portable-output)")
     c.add_argument("--f16-as-f32", action="store_true",
                    help="compute the IR's f16 layers in f32, as OpenVINO's CPU plugin does (f16 weights, inputs and "
                         "outputs keep their type): results as OpenVINO's, and loops over f16 cells fuse. Default: the "

@@ -7,6 +7,7 @@ else:
 | --- | --- | --- |
 | f16 as f32 | `f16_as_f32` | the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it |
 | compressed weights | `optimize` | integer weights' decompression chains as one DequantizeLinear |
+| static shapes | `static_inputs` | shape arithmetic that given input shapes make constant, folded |
 | types | always | element types onnxruntime's CPU kernels take |
 | fusion | `fuse` | loops running one LSTM/GRU/RNN cell become one ONNX LSTM/GRU/RNN node |
 | fusion after moving work | `fuse` and `optimize` | fusion tried again once per-step work is moved out of loops |
@@ -17,11 +18,14 @@ else:
 | quantized layout | `optimize` | quantized values in the groups onnxruntime runs in integers (QLinearConv, ...) |
 | clean-up | `optimize` | unused nodes and initializers removed, fresh names made unique |
 | runtime legalisation | always | what onnxruntime needs to run the model (empty inputs, empty reductions, quantized outer reads) |
+| static shapes, last | `static_inputs` | the same, after the passes; every value's static shape |
+| portable | `portable` | forms every ONNX consumer reads (passes/portable/); with it, no CPU-only stage runs |
 
 Each pass keeps what the model computes; the plain translation (`optimize=False, fuse=False`: types and runtime
-legalisation only) stays simple and correct without them. The layer map (translate/layer_map.py, which ONNX value
-carries each IR layer's output) follows every value a pass replaces: those the rewriting toolkit (rewrite.py)
-replaces, recorded as they happen, and those a `ReplacingPass` declares.
+legalisation only, and the static shapes stages where input shapes were given) stays simple and correct without them.
+The layer map (translate/layer_map.py, which ONNX value carries each IR layer's output) follows every value a pass
+replaces: those the rewriting toolkit (rewrite.py) replaces, recorded as they happen, and those a `ReplacingPass`
+declares.
 """
 
 from __future__ import annotations
@@ -44,6 +48,17 @@ from ir2onnx.passes.identity import RemoveIdentityPass
 from ir2onnx.passes.lift_inputs import LiftLoopInputsPass, SliceReadsAsGathersPass
 from ir2onnx.passes.loop_condition import LoopConditionPass
 from ir2onnx.passes.ort_types import OrtTypesPass
+from ir2onnx.passes.portable import (
+    BodyInputShapesPass,
+    CastLikeAsCastPass,
+    EmptyConstantsPass,
+    ExplicitPadsPass,
+    ForwardScanAxesPass,
+    KnownIfsPass,
+    LowestOpsetPass,
+    ReshapeWithoutAllowZeroPass,
+    ScanCapturesAsStatesPass,
+)
 from ir2onnx.passes.quantized_layout import QuantizedLayoutPass
 from ir2onnx.passes.quantized_reads import QuantizedImplicitReadsPass
 from ir2onnx.passes.recurrent.chunk_rnn import ChunkRecurrentPass
@@ -60,6 +75,7 @@ from ir2onnx.passes.sibling_convs import MergeSiblingConvsPass
 from ir2onnx.passes.sink_outputs import SinkStepOutputsPass
 from ir2onnx.passes.stacked_outputs import StackedOutputsPass
 from ir2onnx.passes.state_layout import CarriedLayoutPass
+from ir2onnx.passes.static_shapes import FoldStaticShapesPass
 from ir2onnx.passes.tensor_lists import TensorListOutputsPass
 from ir2onnx.passes.unused_initializers import RemoveUnusedSubgraphInitializersPass
 from ir2onnx.translate import layer_map
@@ -77,10 +93,12 @@ class Options:
     f16_as_f32: bool = False
     skip: frozenset[str] = frozenset()  # passes (class names) or stages left out: to find which one changes a result
     limit: int | None = None  # run only the first `limit` optimising passes (the bisection of verify/bisect.py)
+    static_inputs: bool = False  # input shapes were given (ir2onnx/input_shapes.py): fold what they make constant
+    portable: bool = False  # forms every ONNX consumer reads, and device-neutral (passes/portable/)
 
 
 # stages that are not optimisations: `Options.limit` does not count or stop them
-ALWAYS = ("f16 as f32", "types", "runtime legalisation")
+ALWAYS = ("f16 as f32", "static shapes", "types", "runtime legalisation", "static shapes, last", "portable")
 APPLIED = "ir2onnx.passes_applied"  # model.meta: (stage, pass) of every optimising pass run, in order
 _BUDGET = "ir2onnx.pass_budget"
 
@@ -171,7 +189,7 @@ def _always(_: Options) -> bool:
 
 
 def _on_cpu(o: Options) -> bool:
-    return o.optimize and o.device == "cpu"
+    return o.optimize and o.device == "cpu" and not o.portable
 
 
 PIPELINE: tuple[Step, ...] = (
@@ -179,6 +197,9 @@ PIPELINE: tuple[Step, ...] = (
         F16AsF32Pass,  # the IR's f16 computation in f32, as OpenVINO's CPU plugin runs it
     )), lambda o: o.f16_as_f32),
     Step(Stage("compressed weights", (DequantizeWeightsPass,)), lambda o: o.optimize),  # before types: see the pass
+    Step(Stage("static shapes", (
+        FoldStaticShapesPass,  # given input shapes: shape arithmetic folded, before the passes read the shapes
+    )), lambda o: o.static_inputs),
     Step(Stage("types", (
         OrtTypesPass,  # element types onnxruntime's CPU kernels lack computed in a wider type, exactly
     )), _always),
@@ -230,6 +251,20 @@ PIPELINE: tuple[Step, ...] = (
         EmptyReductionsPass,  # and on reductions dropping an empty axis
         QuantizedImplicitReadsPass,  # and aborts on quantized values a subgraph reads from outside
     )), _always),
+    Step(Stage("static shapes, last", (
+        FoldStaticShapesPass,  # what the passes left foldable, and every value's static shape
+    )), lambda o: o.static_inputs),
+    Step(Stage("portable", (
+        CastLikeAsCastPass,  # CastLike as Cast to the type it reads
+        ReshapeWithoutAllowZeroPass,  # allowzero only where the shape may hold a 0 read otherwise without it
+        ExplicitPadsPass,  # SAME_UPPER/SAME_LOWER as pads (or a Pad); pooling pads the same on both sides
+        KnownIfsPass,  # an If whose condition the shapes decide (an empty-input guard) as its branch
+        ScanCapturesAsStatesPass,  # a Scan body reads no outer value: each is carried as a state
+        ForwardScanAxesPass,  # Scans slice and stack forward on axis 0: Transposes and reversals outside
+        BodyInputShapesPass,  # Loop and Scan body inputs declare the shapes known for them
+        EmptyConstantsPass,  # constants without elements as ConstantOfShape (OpenVINO reads them as scalars)
+        LowestOpsetPass,  # the lowest opset at which every node means the same
+    )), lambda o: o.portable),
 )
 
 def stages(options: Options) -> list[Stage]:
