@@ -11,8 +11,8 @@ does not recognise, and runs them in float over dequantized values. Two rewrites
   bias: the DequantizeLinear of int32 `round(b / (sx * sw))` with scale `sx * sw` per channel, the form onnxruntime's
   own quantizer writes and QLinearConv takes. This is not bit-exact: the bias moves to the integer grid of the
   accumulator, by at most half of `sx * sw`, a small fraction of the quantized result's own step (the check judges
-  quantized outputs in steps, and its nudged runs move such a QuantizeLinear's input by that half step too). A bias
-  the grid cannot hold in int32 stays an Add.
+  quantized outputs in steps, and its nudged runs compute such a Conv with the IR's own bias, which the Conv keeps in
+  its metadata, `FLOAT_BIAS`). A bias the grid cannot hold in int32 stays an Add.
 * **A quantization step after values move.** A MaxPool, Reshape, Transpose, Split, ... of a per-tensor
   DequantizeLinear output (directly or through other such ops) that a computing node reads gets a QuantizeLinear
   and DequantizeLinear of the same scale and zero point after it: onnxruntime then runs the move in 8 bits and the
@@ -23,6 +23,8 @@ Runs only on models holding both QuantizeLinear and DequantizeLinear (`--quantiz
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import onnx_ir as oir
@@ -37,6 +39,7 @@ _MOVES = {"MaxPool": 1, "Reshape": 1, "Transpose": 1, "Squeeze": 1, "Unsqueeze":
 # readers onnxruntime runs in integers when their inputs are dequantized
 _COMPUTES = {"Conv", "MatMul", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "ConvTranspose"}
 _INT32 = 2**31 - 1
+FLOAT_BIAS = "ir2onnx.float_bias"  # a biased Conv's metadata: the bias as the IR has it (the check computes with it)
 
 
 class QuantizedLayoutPass(oir.passes.InPlacePass):
@@ -113,6 +116,7 @@ def _bias_into_conv(conv: oir.Node, graph: oir.Graph, names: object) -> bool:
     # layer map drops the IR's Convolution layer rather than compare its value with the sum
     biased = oir.Node("", "Conv", [conv.inputs[0], conv.inputs[1], dq.outputs[0]], list(conv.attributes.values()),
                       name=fresh_name(names, f"{conv.name or 'conv'}/biased"))  # type: ignore[arg-type]
+    biased.metadata_props[FLOAT_BIAS] = json.dumps([float(v) for v in bias.astype(np.float32)])
     biased.outputs[0].name = fresh_name(names, f"{biased.name}_out")  # type: ignore[arg-type]
     biased.outputs[0].type, biased.outputs[0].shape = add.outputs[0].type, add.outputs[0].shape
     graph.insert_before(conv, [inherit_meta(dq, add), inherit_meta(biased, conv)])

@@ -8,6 +8,8 @@ in steps of that DequantizeLinear's scale: one step apart is a correct conversio
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -55,14 +57,17 @@ def _step(name: str, producer: dict[str, onnx.NodeProto], consts: dict[str, onnx
     return None if not found or any(s is None for s in found) else max(found)  # type: ignore[type-var]
 
 
+FLOAT_BIAS = "ir2onnx.float_bias"  # (passes/quantized_layout.py writes it; verify imports no passes)
+
 # QuantizeLinear inputs scaled by 1 +- TIE_NUDGE: every value that close to a rounding tie rounds the other way
 TIE_NUDGE = 2.0**-18
 
 
 def nudged(model: onnx.ModelProto, sign: int) -> onnx.ModelProto:
-    """A copy of `model` (main graph and bodies) whose QuantizeLinear nodes quantize x * (1 + sign * TIE_NUDGE) (plus
-    sign * half the bias grid's step after a Conv with an int32 bias, _bias_rounding): the values within that
-    distance of a rounding tie land on the other side of it. OpenVINO's formula and
+    """A copy of `model` (main graph and bodies) whose QuantizeLinear nodes quantize x * (1 + sign * TIE_NUDGE): the
+    values within that distance of a rounding tie land on the other side of it; and whose Convs given an int32 bias
+    by passes/quantized_layout.py compute with the IR's own bias (their `FLOAT_BIAS` metadata), so that the runs also
+    show what that bias's rounding moves. OpenVINO's formula and
     QuantizeLinear round apart only at values within a few float ulps of a tie, so how far the outputs move between
     the nudged runs bounds, output element by output element, what such rounding can explain."""
     out = onnx.ModelProto()
@@ -71,28 +76,8 @@ def nudged(model: onnx.ModelProto, sign: int) -> onnx.ModelProto:
     return out
 
 
-def _bias_rounding(graph: onnx.GraphProto, value: str) -> float:
-    """How far the value a QuantizeLinear reads may lie from the IR's because passes/quantized_layout.py gave the
-    Conv computing it (directly or through a Relu) its bias as int32 on the grid of x_scale * w_scale, as ONNX's
-    QLinearConv has it: half that grid's largest step (0 for any other value)."""
-    producer = {o: n for n in graph.node for o in n.output}
-    consts = {t.name: t for t in graph.initializer}
-    node = producer.get(value)
-    if node is not None and node.op_type == "Relu":
-        node = producer.get(node.input[0])
-    if node is None or node.op_type != "Conv" or len(node.input) < 3:
-        return 0.0
-    dq = producer.get(node.input[2])
-    if dq is None or dq.op_type != "DequantizeLinear" or dq.input[0] not in consts or dq.input[1] not in consts:
-        return 0.0
-    if consts[dq.input[0]].data_type != onnx.TensorProto.INT32:
-        return 0.0
-    return 0.5 * float(np.max(np.abs(numpy_helper.to_array(consts[dq.input[1]]).astype(np.float64))))
-
-
 def _nudge(graph: onnx.GraphProto, sign: int, count: list[int]) -> None:
     nodes = list(graph.node)
-    shifts = {n.input[0]: _bias_rounding(graph, n.input[0]) for n in nodes if n.op_type == "QuantizeLinear"}
     del graph.node[:]
     for node in nodes:
         for a in node.attribute:
@@ -106,12 +91,13 @@ def _nudge(graph: onnx.GraphProto, sign: int, count: list[int]) -> None:
             graph.node.append(onnx.helper.make_node("Constant", [], [factor], value=onnx.helper.make_tensor(
                 factor, onnx.TensorProto.FLOAT, [], [1.0 + sign * TIE_NUDGE])))
             graph.node.append(onnx.helper.make_node("Mul", [node.input[0], factor], [moved]))
-            shift = shifts.get(node.input[0], 0.0)
             node.input[0] = moved
-            if shift:  # and by the bias's rounding, where it has one
-                offset, shifted = f"ir2onnx_bias_nudge_{count[0]}", f"ir2onnx_bias_nudged_{count[0]}"
-                graph.node.append(onnx.helper.make_node("Constant", [], [offset], value=onnx.helper.make_tensor(
-                    offset, onnx.TensorProto.FLOAT, [], [sign * shift])))
-                graph.node.append(onnx.helper.make_node("Add", [moved, offset], [shifted]))
-                node.input[0] = shifted
+        bias = next((p.value for p in node.metadata_props if p.key == FLOAT_BIAS), None)
+        if node.op_type == "Conv" and bias is not None and len(node.input) > 2:  # the IR's own bias, not int32's
+            count[0] += 1
+            exact = f"ir2onnx_float_bias_{count[0]}"
+            values = json.loads(bias)
+            graph.node.append(onnx.helper.make_node("Constant", [], [exact], value=onnx.helper.make_tensor(
+                exact, onnx.TensorProto.FLOAT, [len(values)], values)))
+            node.input[2] = exact
         graph.node.append(node)

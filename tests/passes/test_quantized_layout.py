@@ -113,10 +113,22 @@ def test_a_bias_whose_result_is_not_quantized_stays_an_add(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("sign", [1, -1])
-def test_the_check_nudges_by_the_bias_rounding(tmp_path: Path, sign: int) -> None:
-    """The nudged copies the check runs move a QuantizeLinear after a Conv with an int32 bias by half its grid."""
+def test_the_checks_nudged_runs_compute_the_irs_bias(tmp_path: Path, sign: int) -> None:
+    """The nudged copies the check runs give each Conv with an int32 bias the IR's own bias (kept in its metadata):
+    within half a step of the int32 one, and not equal to it."""
     proto = ir2onnx.convert(save_ir(_network(), tmp_path))
-    shifted = [n for n in nudged(proto, sign).graph.node if n.output and n.output[0].startswith("ir2onnx_bias_nudge_")]
-    assert len(shifted) == 3
-    values = [onnx.numpy_helper.to_array(n.attribute[0].t) for n in shifted]
-    assert all(sign * v > 0 and abs(v) < 1e-3 for v in values), values
+    inits = {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    copy = nudged(proto, sign)
+    consts = {n.output[0]: onnx.numpy_helper.to_array(n.attribute[0].t) for n in copy.graph.node
+              if n.op_type == "Constant"}
+    convs = [(a, b) for a, b in zip(proto.graph.node, [n for n in copy.graph.node if n.op_type != "Constant"
+                                                        and not n.output[0].startswith("ir2onnx_tie_nudged")])
+             if a.op_type == "Conv"]
+    assert len(convs) == 3
+    for conv, nudged_conv in convs:
+        dq = producers[conv.input[2]]
+        step = inits[dq.input[1]]
+        rounded = inits[dq.input[0]].astype(np.float64) * step
+        exact = consts[nudged_conv.input[2]]
+        assert np.all(np.abs(exact - rounded) <= step / 2 * (1 + 1e-6)) and not np.array_equal(exact, rounded)
