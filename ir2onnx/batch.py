@@ -494,7 +494,7 @@ def options_from(a: argparse.Namespace) -> Options:
         raise UsageError(f"--weights {a.weights} contradicts --{'' if a.external_data else 'no-'}external-data")
     convert = {"opset": a.opset, "optimize": a.optimize, "fuse": a.fuse, "weights": a.weights,
                "external_data": a.external_data, "f16_as_f32": a.f16_as_f32, "device": a.device,
-               "skip_passes": tuple(a.skip_pass or ()), "quantization": a.quantization}
+               "skip_passes": tuple(a.skip_pass or ()), "quantization": a.quantization, "portable": a.portable}
     if a.input_shapes:  # every IR gets them: one whose inputs they do not fit is refused (its row says why)
         from ir2onnx.input_shapes import parse
 

@@ -58,9 +58,6 @@ def convert(a: argparse.Namespace) -> int:
     if a.model.is_dir():  # every IR under it, by worker processes (ir2onnx/batch.py)
         from ir2onnx.batch import convert_dir
 
-        if a.portable:
-            return _fail(ConversionError("--portable converts one IR at a time (not a folder yet)"), a.debug)
-
         return convert_dir(a)
     if a.jobs is not None or a.force:
         return _fail(ConversionError("--jobs and --force apply to a folder (convert DIR -o OUTDIR)"), a.debug)

@@ -18,5 +18,5 @@ from ir2onnx.passes.portable.reshape_zero import ReshapeWithoutAllowZeroPass
 from ir2onnx.passes.portable.scan_axes import ForwardScanAxesPass
 from ir2onnx.passes.portable.scan_captures import ScanCapturesAsStatesPass
 
-__all__ = ["BodyInputShapesPass", "CastLikeAsCastPass", "EmptyConstantsPass", "ExplicitPadsPass", "ForwardScanAxesPass", "KnownIfsPass", "LowestOpsetPass",
-           "ReshapeWithoutAllowZeroPass", "ScanCapturesAsStatesPass"]
+__all__ = ["BodyInputShapesPass", "CastLikeAsCastPass", "EmptyConstantsPass", "ExplicitPadsPass", "ForwardScanAxesPass",
+           "KnownIfsPass", "LowestOpsetPass", "ReshapeWithoutAllowZeroPass", "ScanCapturesAsStatesPass"]

@@ -70,7 +70,7 @@ def _spatial(x: oir.Value) -> tuple[int | None, ...] | None:
 def _explicit(node: oir.Node, root: oir.Graph, names: MutableSet[str]) -> bool:
     x = node.inputs[0]
     dims = _spatial(x) if x is not None else None
-    if x is None or x.dtype is None or dims is None or _indices_read(node):
+    if x is None or x.dtype is None or dims is None or _indices_read(node) or attr(node, "ceil_mode", 0):
         return False
     n = len(dims)
     try:
