@@ -22,6 +22,7 @@ from ir2onnx.passes.analysis.graph import (
 )
 from ir2onnx.passes.analysis.shapes import StaticShapes
 from ir2onnx.passes.analysis.values import const_ints
+from ir2onnx.passes.rewrite import record
 
 
 class FullScatterPass(oir.passes.InPlacePass):
@@ -30,6 +31,7 @@ class FullScatterPass(oir.passes.InPlacePass):
         for node in list(all_nodes(model.graph)):
             if node.op_type == "ScatterND" and is_default_domain(node) and not node.outputs[0].is_graph_output() \
                     and _is_full(node):
+                record(node.outputs[0], node.inputs[2])  # type: ignore[arg-type]
                 node.outputs[0].replace_all_uses_with(node.inputs[2])  # type: ignore[arg-type]
                 node.graph.remove(node, safe=True)  # type: ignore[union-attr]
                 modified = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, is_default_domain
-from ir2onnx.passes.rewrite import take_place
+from ir2onnx.passes.rewrite import record, take_place
 
 
 class RemoveIdentityPass(oir.passes.InPlacePass):
@@ -34,6 +34,7 @@ def _remove(node: oir.Node) -> bool:
             return False
         take_place(y, x)
     else:
+        record(y, x)
         y.replace_all_uses_with(x)
     graph.remove(node, safe=True)
     return True

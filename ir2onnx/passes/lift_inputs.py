@@ -30,7 +30,7 @@ from ir2onnx.passes.analysis.graph import (
     scan_ints,
 )
 from ir2onnx.passes.analysis.values import const_ints, literal_array, rank
-from ir2onnx.passes.rewrite import inherit_meta, keep_read_scan_inputs
+from ir2onnx.passes.rewrite import inherit_meta, keep_read_scan_inputs, record
 
 # Ops computing each sample of their first axis (the batch N) from that sample alone. Lifted, they run once over
 # every step's samples merged into N. (Poolings would qualify, but they come out of the translation behind the Pads
@@ -268,6 +268,7 @@ def _lift_scan(scan: oir.Node, body: oir.Graph, outer: oir.Graph) -> bool:
             body.inputs.append(sliced)
             axes.append(lifted.axis)
             dirs.append(dirs[j])
+            record(out, sliced)
             out.replace_all_uses_with(sliced)
             body.remove(node, safe=True)
             work.append(len(axes) - 1)
@@ -321,6 +322,7 @@ def _lift_loop(loop: oir.Node, body: oir.Graph, outer: oir.Graph) -> bool:
             new_gather = oir.Node("", "Gather", [lifted.value, index], [oir.AttrInt64("axis", lifted.axis)],
                                  outputs=[sliced], name=f"{node.name}/gather")
             body.insert_before(node, inherit_meta(new_gather, node))
+            record(out, sliced)
             out.replace_all_uses_with(sliced)
             body.remove(node, safe=True)
             work.append(new_gather)
@@ -372,6 +374,7 @@ def _gathers_from_slices(body: oir.Graph) -> bool:
         gather = oir.Node("", "Gather", [whole, index], [oir.AttrInt64("axis", a)], outputs=[value],
                          name=f"{squeeze.name}/gather")
         body.insert_before(squeeze, [inherit_meta(n, squeeze) for n in (*extra, gather)])
+        record(squeeze.outputs[0], value)
         squeeze.outputs[0].replace_all_uses_with(value, replace_graph_outputs=True)
         modified = True
     return modified

@@ -28,7 +28,7 @@ import onnx_ir as oir
 from ir2onnx.passes.analysis.graph import all_graphs, is_default_domain
 from ir2onnx.passes.analysis.shapes import Shape, StaticShapes, transpose_perm
 from ir2onnx.passes.analysis.values import const_ints
-from ir2onnx.passes.rewrite import all_names, attributes, fresh_name, inherit_meta, read_instead, take_place
+from ir2onnx.passes.rewrite import all_names, attributes, fresh_name, inherit_meta, read_instead, record, take_place
 
 RESHAPE_ONLY = frozenset({"Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity"})
 
@@ -135,6 +135,7 @@ class _Rewriter:
             else:
                 continue
             graph.insert_before(node, new)
+            record(y, new[-1].outputs[0])
             y.replace_all_uses_with(new[-1].outputs[0])
             graph.remove(node, safe=True)
             modified = True
@@ -232,6 +233,7 @@ def _replace(old: oir.Value, new: oir.Value, graph: oir.Graph, rewriter: _Rewrit
     """Readers of `old` read `new`; where `old` is an output of `graph`, `new` (or an Identity of it, when `new` is
     no value that `graph` computes itself) takes its place, name, type and shape."""
     if not old.is_graph_output():
+        record(old, new)
         old.replace_all_uses_with(new)
         return
     if new.producer() is None or new.graph is not graph or new.is_graph_output() or new.is_graph_input():

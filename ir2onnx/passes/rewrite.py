@@ -34,6 +34,11 @@ def _record(old: oir.Value, new: oir.Value) -> None:
         found[old] = new
 
 
+def record(old: oir.Value, new: oir.Value) -> None:
+    """`new` computes what `old` did, for a pass that rewires readers itself (the layer map follows, see `recording`)."""
+    _record(old, new)
+
+
 def inherit_meta(new: oir.Node, old: oir.Node | None) -> oir.Node:
     """Give a node a pass makes in place of `old` the metadata of `old` (e.g. the IR layer it was converted from,
     which error messages name)."""

@@ -25,7 +25,15 @@ import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import is_default_domain, loops_innermost_first, stacked_outputs
 from ir2onnx.passes.analysis.values import const_ints
-from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, read_instead, take_place
+from ir2onnx.passes.rewrite import (
+    all_names,
+    distinct_output,
+    fresh_name,
+    inherit_meta,
+    read_instead,
+    record,
+    take_place,
+)
 
 
 class StackedOutputsPass(oir.passes.InPlacePass):
@@ -67,6 +75,7 @@ def _restack(loop: oir.Node, outer: oir.Graph, out: oir.Value, axis: int, names:
     """The loop now stacks values without the unit axis: its readers read `out` with that axis added back."""
     hint = out.name or "stacked"
     full = oir.Value(name=fresh_name(names, f"{hint}/with_unit_axis"), type=out.type, shape=out.shape)
+    record(out, full)
     out.replace_all_uses_with(full, replace_graph_outputs=True)  # before the Unsqueeze reads `out`
     if full.is_graph_output():
         full.name, out.name = out.name, fresh_name(names, f"{hint}/stacked")

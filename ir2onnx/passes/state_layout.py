@@ -15,7 +15,7 @@ from collections.abc import MutableSet
 import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import carried_count, explicit_perm, loops_innermost_first, producer
-from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, record
 
 
 class CarriedLayoutPass(oir.passes.InPlacePass):
@@ -58,6 +58,7 @@ def _carry_transposed(loop: oir.Node, body: oir.Graph, outer: oir.Graph, body_in
     # in the body: the readers read the carried value itself; the body returns it untransposed
     new_in = oir.Value(name=fresh_name(names, f"{v_in.name}/transposed"), type=v_in.type)
     for n in readers:
+        record(n.outputs[0], new_in)
         n.outputs[0].replace_all_uses_with(new_in, replace_graph_outputs=True)
         body.remove(n, safe=True)
     body.inputs[body_in] = new_in
@@ -70,6 +71,7 @@ def _carry_transposed(loop: oir.Node, body: oir.Graph, outer: oir.Graph, body_in
     final = loop.outputs[state]
     if final.uses() or final.is_graph_output():
         restored = oir.Value(name=fresh_name(names, f"{final.name}/restored"), type=final.type, shape=final.shape)
+        record(final, restored)
         final.replace_all_uses_with(restored, replace_graph_outputs=True)
         if restored.is_graph_output():
             restored.name, final.name = final.name, fresh_name(names, f"{final.name}/transposed")

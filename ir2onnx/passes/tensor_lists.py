@@ -25,7 +25,7 @@ from ir2onnx.passes.analysis.values import const_ints
 from ir2onnx.passes.recurrent.buffers import buffer_row
 from ir2onnx.passes.recurrent.loops import loop_iterations
 from ir2onnx.passes.recurrent.views import State
-from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, replace_node
+from ir2onnx.passes.rewrite import all_names, distinct_output, fresh_name, inherit_meta, record, replace_node
 
 
 class TensorListOutputsPass(oir.passes.InPlacePass):
@@ -134,6 +134,7 @@ def _unsqueeze_last(written: oir.Value, body: oir.Graph, names: MutableSet[str])
                       outputs=[moved], name=fresh_name(names, f"{tr.name or 'Transpose'}/row_node"))
     body.insert_before(unsq, inherit_meta(swapped, tr))
     unsq.replace_input_with(0, moved)
+    record(tr.outputs[0], unsq.outputs[0])
     tr.outputs[0].replace_all_uses_with(unsq.outputs[0])
     body.remove(tr, safe=True)
 

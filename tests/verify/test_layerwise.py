@@ -218,20 +218,26 @@ def test_optimised_body_is_not_descended_and_says_why(converted) -> None:  # typ
     assert "--no-optimize" in " ".join(report.layerwise.body.notes)
 
 
-@pytest.mark.parametrize("sample", ["ti_lstm", "streaming_lstm"])
-def test_a_changed_weight_in_a_fused_body_names_the_loop_and_its_layers(tmp_path: Path, sample: str) -> None:
-    """A default conversion fuses the loop into an ONNX LSTM; a weight changed in the IR's body afterwards: the loop
-    layer is the first divergence, and the report says which ONNX node implements which body layers (the layer map
-    follows the values the fusion replaced)."""
+@pytest.mark.parametrize(("sample", "fused"), [
+    ("samples/ti_lstm", "LSTM"), ("samples/streaming_lstm", "LSTM"),
+    ("tests/fixtures/tf_lstm_seq", "LSTM"),  # a TensorFlow while Loop: its stacked output read through a Squeeze
+    ("tests/fixtures/tf_simple_rnn", None),  # fused into an RNN, which the CPU stage lowers to a Scan
+])
+def test_a_changed_weight_in_a_fused_body_names_the_loop_and_its_layers(tmp_path: Path, sample: str,
+                                                                        fused: str | None) -> None:
+    """A default conversion fuses the loop into an ONNX LSTM (or RNN); a weight changed in the IR's body afterwards:
+    the loop layer is the first divergence, and the report says which ONNX node implements which body layers (the
+    layer map follows the values the fusion and the passes after it replaced)."""
     import shutil
 
     from lxml import etree
 
     for name in ("model.xml", "model.bin"):
-        shutil.copy(Path(__file__).resolve().parents[2] / "samples" / sample / name, tmp_path / name)
+        shutil.copy(Path(__file__).resolve().parents[2] / sample / name, tmp_path / name)
     xml = tmp_path / "model.xml"
     proto = ir2onnx.convert(xml)
-    assert "LSTM" in {n.op_type for n in proto.graph.node}
+    ops_ = {n.op_type for n in proto.graph.node}
+    assert ("Scan" in ops_ and "Loop" not in ops_) if fused is None else fused in ops_
     tree = etree.parse(str(xml))
     weights = max((int(c.find("data").get("size")), int(c.find("data").get("offset")))
                   for c in tree.iter("layer") if c.get("type") == "Const" and c.getparent().getparent().tag == "body")
@@ -244,6 +250,8 @@ def test_a_changed_weight_in_a_fused_body_names_the_loop_and_its_layers(tmp_path
     assert not report.passed
     first = report.layerwise.first_divergence
     assert first is not None and first.type in ("TensorIterator", "Loop")
+    if fused is None:
+        return
     body = report.layerwise.body
     assert body is not None and "was fused into the ONNX LSTM node" in body.notes[0]
-    assert "(LSTMCell, line" in body.notes[0]
+    assert ", line " in body.notes[0].split("was fused into", 1)[1]  # the body layers it implements

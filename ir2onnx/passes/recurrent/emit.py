@@ -21,6 +21,7 @@ from ir2onnx.passes.rewrite import (
     fresh_name,
     inherit_meta,
     keep_read_scan_inputs,
+    record,
 )
 
 
@@ -157,6 +158,7 @@ def emit(em: Emitter, plan: FusionPlan) -> None:
             name = old.name
             old.name = f"{name}/unfused"
             new.name = name
+        record(old, new)
         old.replace_all_uses_with(new, replace_graph_outputs=True)
     _detach(node)
     graph.remove(node)  # type: ignore[union-attr]
@@ -221,6 +223,7 @@ def peel(em: Emitter, plan: FusionPlan) -> None:
         new.type, new.shape = old.type, old.shape
         if old.is_graph_output():
             new.name, old.name = old.name, f"{old.name}/unfused"
+        record(old, new)
         old.replace_all_uses_with(new, replace_graph_outputs=True)
     if not gathered:
         _remove_dead_nodes(body)
