@@ -8,7 +8,7 @@ list of the CPU build shipped in ort_cpu_kernels.json), and computes it in a typ
 
 * integers are widened to a wider integer (same signedness, or a wider signed type for unsigned values); results are
   cast back, which wraps like the narrow computation (arithmetic modulo 2^n commutes with truncation; reductions
-  are exact while the wide type holds the exact sum or product);
+  are exact while the wide type holds the exact sum or product, so they take the widest type onnxruntime has);
 * ring operations and bit operations (Add, Sub, Mul, Neg, sums, bitwise ops, data movement) may also use an integer
   of the same width and other signedness: the bits, hence the results modulo 2^n, are the same;
 * uint64 in ordering ops (TopK, Max, comparisons, ReduceMax, ArgMax, ...) maps to int64 with the top bit flipped,
@@ -76,6 +76,10 @@ _RING = {
     "BitwiseNot", "Sum",
 }
 _SCATTER_REDUCTIONS = {"ScatterND", "ScatterElements"}  # with a reduction they compute: ring or order rules
+# Reductions that accumulate: onnxruntime's integer sums and products saturate (int64 ones go through double, exact
+# below 2^53), so the widest integer type holds the exact result longest (an int16 product of three values is exact
+# in int64, of two in int32)
+_ACCUMULATING = {"ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceMean"}
 
 # f64 falls back to f32 last: OpenVINO's CPU plugin computes f64 layers in f32 too
 _FLOAT_WIDER = {DT.FLOAT16: [DT.FLOAT, DT.DOUBLE], DT.BFLOAT16: [DT.FLOAT, DT.DOUBLE], DT.FLOAT: [DT.DOUBLE],
@@ -288,6 +292,8 @@ def _candidates(op: str, node: oir.Node, dt: DT) -> list[DT | str]:
         red = attr.as_string() if attr is not None else "none"
         cat = {"none": "Identity", "add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}.get(red, op)
     out: list[DT | str] = list(_VALUE_WIDER.get(dt, []))
+    if cat in _ACCUMULATING and dt not in _FLOAT_WIDER:
+        out.reverse()
     if dt == DT.DOUBLE and (cat in _MOVE or cat in _ORDER or cat in _RING):
         out = []  # f32 would merge distinct f64 values
     if cat in _MOVE:

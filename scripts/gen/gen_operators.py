@@ -3,13 +3,16 @@
     python scripts/gen/gen_operators.py
 
 The list of OpenVINO op types and versions comes from the installed openvino package (its node factory for opsets
-1 to 16); the ONNX side comes from ir2onnx's converter registry.
+1 to 16); the ONNX side comes from ir2onnx's converter registry; the element types from the op sweep's last full run
+(scripts/sweep/swept_types.json, written by `python scripts/sweep/sweep_openvino_ops.py --types-json
+scripts/sweep/swept_types.json`).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -18,6 +21,9 @@ from ir2onnx.translate.graph import STRUCTURAL_TYPES
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
 INDEX = Path(__file__).resolve().parents[2] / "ir2onnx" / "translate" / "ops" / "index.py"
+SWEPT = Path(__file__).resolve().parents[2] / "scripts" / "sweep" / "swept_types.json"
+FLOATS = ("f32", "f16", "bf16", "f64")
+INTS = ("i8", "u8", "i16", "u16", "i32", "i64", "u32", "u64")
 LAST_OPSET = 16
 
 # Builder helpers that emit one ONNX op of the same meaning.
@@ -115,11 +121,32 @@ def onnx_ops_of(fn: object) -> list[str]:
     return ops
 
 
+def element_types(swept: str | None) -> str:
+    """The sweep's types of one op version ("f32 f16 i64* ...") as a table cell: named as a group where they are
+    one, then those compared with numpy (OpenVINO wrong) and those failing."""
+    if swept is None:
+        return "-"
+    marked = swept.split()
+    types = [t.rstrip("*!") for t in marked]
+    groups = {FLOATS + INTS + ("boolean",): "all", FLOATS + INTS: "all but boolean", FLOATS: "floats",
+              INTS: "integers", INTS + ("boolean",): "integers, boolean"}
+    key = tuple(t for t in FLOATS + INTS + ("boolean",) if t in types)
+    text = groups.get(key, " ".join(types))
+    numpy = [t[:-1] for t in marked if t.endswith("*")]
+    failing = [t[:-1] for t in marked if t.endswith("!")]
+    if numpy:
+        text += f" (numpy: {' '.join(numpy)})"
+    if failing:
+        text += f" (failing: {' '.join(failing)})"
+    return text
+
+
 def render() -> tuple[str, dict[str, int]]:
     """The text of docs/operators.md and the counts of converted / not convertible / not converted yet versions."""
     ov_ops = openvino_ops()
     convs = registry.registered_converters()
     refused = registry.not_convertible_types()
+    sweep = json.loads(SWEPT.read_text())
     rows: list[str] = []
     counts = {"converted": 0, "not convertible": 0, "not converted yet": 0}
     for name, versions in ov_ops.items():
@@ -132,13 +159,14 @@ def render() -> tuple[str, dict[str, int]]:
                 form = registry.onnx_form(fn) or ", ".join(onnx_ops_of(fn)) or "-"
                 used = max(k for k in convs[key] if k <= v)
                 note = "" if used == v else f" (as opset{used})"
-                rows.append(f"| {name} | opset{v}{note} | {form} | {registry.min_onnx_opset(fn)} |")
+                types = element_types(sweep["ops"].get(name, {}).get(f"opset{v}"))
+                rows.append(f"| {name} | opset{v}{note} | {form} | {registry.min_onnx_opset(fn)} | {types} |")
                 counts["converted"] += 1
             elif key in refused:
-                rows.append(f"| {name} | opset{v} | not convertible: {refused[key]} | - |")
+                rows.append(f"| {name} | opset{v} | not convertible: {refused[key]} | - | - |")
                 counts["not convertible"] += 1
             else:
-                rows.append(f"| {name} | opset{v} | not converted yet | - |")
+                rows.append(f"| {name} | opset{v} | not converted yet | - | - |")
                 counts["not converted yet"] += 1
     lines = [
         "# OpenVINO ops and their ONNX forms",
@@ -153,8 +181,16 @@ def render() -> tuple[str, dict[str, int]]:
          f"not converted yet: {counts['not converted yet']}. Parameter, Result and Constant are handled by the "
          "translation itself."),
         "",
-        "| OpenVINO op | version | ONNX form | ONNX opset |",
-        "| --- | --- | --- | --- |",
+        ("\"Element types\" are those the op sweep (`python scripts/sweep/sweep_openvino_ops.py`, "
+         f"{sweep['configurations']} single-op models over element types, shapes and attributes, OpenVINO "
+         f"{sweep['openvino']}) converted and checked, out of f32, f16, bf16, f64, i8, u8, i16, u16, i32, u32, i64, "
+         "u64 and boolean, where OpenVINO's CPU plugin runs the op: each converted model's outputs equal OpenVINO's "
+         "(integers and booleans exactly, floats within 1 to 8 units in the last place of the type, by op). "
+         "\"numpy\" names the types some of whose models are compared with numpy instead, where OpenVINO's CPU "
+         "plugin is wrong (scripts/sweep/sweep_table.py names each defect); \"-\": the op is not in the sweep."),
+        "",
+        "| OpenVINO op | version | ONNX form | ONNX opset | element types |",
+        "| --- | --- | --- | --- | --- |",
         *rows,
     ]
     return "\n".join(lines) + "\n", counts

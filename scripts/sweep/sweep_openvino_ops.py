@@ -7,10 +7,12 @@ for OpenVINO). Where OpenVINO is known to be wrong (checked against numpy; the t
 model is compared with numpy instead.
 
     python scripts/sweep/sweep_openvino_ops.py [--filter REGEX] [--every N] [--jobs N] [--json OUT.json] [-v]
+                                               [--types-json scripts/sweep/swept_types.json]
 
 Prints the failing configurations grouped by status, a table per op family and per op, and the pass rate over the
 configurations OpenVINO runs. Floats compare within one unit in the last place of the swept type (f32: 1e-5),
-integers and booleans exactly.
+integers and booleans exactly. `--types-json` (a run over every configuration) writes, per op version, the element
+types OpenVINO ran and how they fared: docs/operators.md shows them (scripts/gen/gen_operators.py reads the file).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # scripts/bench/harness.py
-from harness import FAILURES, first_line, judge, print_failures, print_table, run_workers, write_json  # noqa: E402
+from harness import FAILURES, first_line, judge, print_failures, print_table, run_workers, write_json
 
 # (rtol, atol) by the swept element type, for float outputs: one unit in the last place of that type
 TOLERANCE = {"f16": (2.0**-10, 2.0**-14), "bf16": (2.0**-7, 2.0**-10), "f32": (1e-5, 1e-5), "f64": (1e-5, 1e-5)}
@@ -39,6 +41,37 @@ def configs(pattern: str | None = None, every: int = 1) -> list:
         rx = re.compile(pattern)
         cs = [c for c in cs if rx.search(c.name)]
     return cs[::every]
+
+
+TYPES_JSON = Path(__file__).with_name("swept_types.json")
+
+
+def swept_types(recs: list[dict]) -> dict:
+    """{op: {"opsetN": "f32 f16 ... i64* ..."}}: the element types of the configurations OpenVINO runs, "*" after
+    a type some of whose configurations are compared with numpy (OpenVINO is wrong there), "!" after one that fails."""
+    from sweep_specs import ALL
+
+    out: dict = {}
+    for r in recs:
+        if r["status"] == "ov_skip":
+            continue
+        op, version = r["case"].split("/")[0].rsplit("-", 1)
+        cell = out.setdefault(op, {}).setdefault(version, {})
+        was = cell.get(r["type"], "pass")
+        now = "fail" if r["status"] != "pass" else "numpy" if r.get("ov_bug") else "pass"
+        cell[r["type"]] = max(was, now, key=("pass", "numpy", "fail").index)
+    mark = {"pass": "", "numpy": "*", "fail": "!"}
+    return {op: {v: " ".join(t + mark[cell[t]] for t in ALL if t in cell) for v, cell in sorted(vs.items())}
+            for op, vs in sorted(out.items())}
+
+
+def write_types(path: str, recs: list[dict]) -> None:
+    """The swept types as JSON, one op a line."""
+    import openvino
+
+    rows = ",\n".join(f"{json.dumps(op)}: {json.dumps(vs)}" for op, vs in swept_types(recs).items())
+    Path(path).write_text(f'{{"openvino": {json.dumps(openvino.__version__.split("-")[0])}, '
+                          f'"configurations": {len(recs)}, "ops": {{\n{rows}\n}}}}\n')
 
 
 def run_config(cfg, work: Path) -> dict:
@@ -86,6 +119,7 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=1, help="take every N-th configuration (a deterministic sample)")
     ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     ap.add_argument("--json", help="write every configuration's record here")
+    ap.add_argument("--types-json", help=f"write the element types swept per op version (a full run; {TYPES_JSON.name})")
     ap.add_argument("--list", action="store_true", help="list the configurations and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list passing configurations")
     ap.add_argument("--worker", nargs=2, type=int, help=argparse.SUPPRESS)
@@ -97,6 +131,8 @@ def main() -> int:
     if args.list:
         print("\n".join(names))
         return 0
+    if args.types_json and (args.filter or args.every != 1):
+        ap.error("--types-json needs every configuration (no --filter, --every 1)")
     recs = run_workers(__file__, ["--every", str(args.every)] + (["--filter", args.filter] if args.filter else []),
                        names, args.jobs)
     judged = [r for r in recs if r["status"] != "ov_skip"]
@@ -115,6 +151,8 @@ def main() -> int:
     rate = 100.0 * counts["pass"] / len(judged) if judged else 0.0
     print(f"sweep pass rate: {rate:.1f}%")
     write_json(args.json, recs)
+    if args.types_json:
+        write_types(args.types_json, recs)
     return 0 if not any(counts[s] for s in FAILURES) else 1
 
 

@@ -70,21 +70,24 @@ class Config:
         rng = np.random.default_rng(zlib.crc32(self.name.encode()))
         return [_values(rng, i, self.type) for i in self.inputs]
 
-    def make(self) -> tuple[Any, list[np.ndarray]]:
-        """The ov.Model and the values to feed its inputs."""
+    def make(self, in_f32: bool = False) -> tuple[Any, list[np.ndarray]]:
+        """The ov.Model and the values to feed its inputs (`in_f32`: the swept f16/bf16 inputs as f32, same values)."""
         import openvino as ov
         import openvino.opset1 as o1
 
         o = importlib.import_module(f"openvino.opset{self.spec.version}")
         params, feed, nodes = [], [], []
         for k, (inp, val) in enumerate(zip(self.inputs, self.values())):
-            et = inp.dtype or self.type
+            et = inp.dtype or ("f32" if in_f32 else self.type)
+            val = val.astype(NP[et]) if in_f32 and inp.dtype is None else val
             as_input = inp.runtime if inp.runtime is not None else self.runtime
             if as_input:
                 p = o1.parameter(list(val.shape), NP[et], name=f"in{k}")
                 params.append(p)
                 feed.append(val)
                 node = p.output(0)
+            elif val.size == 0:  # openvino.opset1.constant refuses empty data
+                node = ov.op.Constant(val.astype(NP[et])).output(0)
             else:
                 node = o1.constant(val, NP[et]).output(0)
             if et == "bf16":
@@ -101,10 +104,36 @@ class Config:
 
     def numpy_reference(self, feed: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
         assert self.spec.numpy_reference is not None
+        if self.spec.numpy_reference is F32_REFERENCE:
+            return self._f32_reference()
         vals = iter(feed)
         full = [next(vals) if (i.runtime if i.runtime is not None else self.runtime) else v
                 for i, v in zip(self.inputs, self.values())]
         return self.spec.numpy_reference(*full, **self.attrs)
+
+
+    def _f32_reference(self) -> list[np.ndarray]:
+        """OpenVINO's f32 results on the same values, rounded once to the swept f16/bf16 type (bf16 results are
+        compared as f32, as the sweep's models convert them)."""
+        import ml_dtypes
+        import openvino as ov
+
+        model, feed = self.make(in_f32=True)
+        compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        res = compiled.create_infer_request().infer(feed)
+        out = []
+        for o in compiled.outputs:
+            r = np.array(res[o])
+            if r.dtype == np.float32:
+                r = r.astype(np.float16) if self.type == "f16" else \
+                    r.astype(ml_dtypes.bfloat16).astype(np.float32)
+            out.append(r)
+        return out
+
+
+def F32_REFERENCE(*_: Any, **__: Any) -> Sequence[np.ndarray]:
+    """A spec's numpy_reference meaning: OpenVINO's own f32 computation, rounded once (Config._f32_reference)."""
+    raise AssertionError("resolved by Config.numpy_reference")
 
 
 def _values(rng: np.random.Generator, inp: In, t: str) -> np.ndarray:

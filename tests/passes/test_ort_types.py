@@ -96,6 +96,21 @@ def test_integer_ops_full_range_exact(op: str, attrs: dict, dtype: type, fn) -> 
     np.testing.assert_array_equal(y, want)
 
 
+def test_integer_products_take_the_widest_type() -> None:
+    """onnxruntime's integer ReduceProd saturates (and goes through double in int64): an int16 product of three
+    full-range values (up to 2^45) is exact, and wraps into int16, where it is computed in int64, not in int32."""
+    axes = oh.make_tensor("axes", TP.INT64, [1], [1])
+    m = _model([oh.make_node("ReduceProd", ["x", "axes"], ["y"], keepdims=0)], [("x", TP.INT16, [6, 3])],
+               [("y", TP.INT16, [6])], opset=18, initializers=[axes])
+    assert not _runs(m)
+    OrtTypesPass()(m)
+    assert [n.op_type for n in m.graph].count("Cast") == 2
+    assert any(n.op_type == "Cast" and n.attributes["to"].as_int() == TP.INT64 for n in m.graph)
+    x = _full(np.dtype(np.int16), (6, 3), seed=3)
+    (y,) = _run(m, {"x": x})
+    np.testing.assert_array_equal(y, np.prod(x, axis=1, dtype=np.int16))
+
+
 def test_uint64_order_at_opset17_uses_wrapping_add() -> None:
     m = _model([oh.make_node("Max", ["a", "b"], ["y"])], [("a", TP.UINT64, [6]), ("b", TP.UINT64, [6])],
                [("y", TP.UINT64, [6])], opset=17)

@@ -6,7 +6,14 @@ import numpy as np
 import onnx_ir as oir
 
 from ir2onnx.translate.context import LayerContext
-from ir2onnx.translate.ops.precision import float_function, in_f32, saturating, to_output_type, wide_input
+from ir2onnx.translate.ops.precision import (
+    float_function,
+    in_f32,
+    in_f32_rounded,
+    saturating,
+    to_output_type,
+    wide_input,
+)
 from ir2onnx.translate.registry import converter, register_made
 
 
@@ -40,11 +47,13 @@ def clamp(ctx: LayerContext) -> oir.Value:
 
 
 @converter("SoftMax", "opset1", "opset8")
+@in_f32_rounded
 def softmax(ctx: LayerContext) -> oir.Value:
     return ctx.b.op("Softmax", [ctx.inputs[0]], {"axis": ctx.attr_axis("axis", ctx.input_rank(0), 1)})
 
 
 @converter("LogSoftmax", "opset5")
+@in_f32_rounded
 def log_softmax(ctx: LayerContext) -> oir.Value:
     return ctx.b.op("LogSoftmax", [ctx.inputs[0]], {"axis": ctx.attr_axis("axis", ctx.input_rank(0), 1)})
 
@@ -73,13 +82,13 @@ def mish(ctx: LayerContext) -> oir.Value:
 
 
 @converter("Elu", "opset1")
-@in_f32
+@in_f32_rounded
 def elu(ctx: LayerContext) -> oir.Value:
     return ctx.b.op("Elu", [ctx.inputs[0]], {"alpha": ctx.attr_float("alpha")})
 
 
 @converter("HSigmoid", "opset5")
-@in_f32
+@in_f32_rounded
 def hsigmoid(ctx: LayerContext) -> oir.Value:
     """OpenVINO: min(max(x + 3, 0), 6) / 6, i.e. ONNX HardSigmoid with alpha 1/6, beta 0.5."""
     return ctx.b.op("HardSigmoid", [ctx.inputs[0]], {"alpha": 1.0 / 6.0, "beta": 0.5})
@@ -167,6 +176,8 @@ def _prelu(ctx: LayerContext, x: oir.Value, slope: oir.Value, rank: int, srank: 
     if srank <= rank and ctx.input_type(0).name in ("f32", "f64", "f16", "i32", "i64"):
         return b.op("PRelu", [x, slope])
     et = ctx.input_type(0)
+    if et.name == "boolean":  # never negative: x, broadcast both ways with the slope as OpenVINO does
+        return b.op("Expand", [x, b.shape_of(slope)])
     zero = b.const(0, et.numpy)
     scaled = saturating(ctx, et, [x, slope], lambda xs: b.op("Mul", xs))
     return b.op("Where", [b.op("Less", [x, zero]), scaled, x])

@@ -37,7 +37,7 @@ def _float_conv(ctx: LayerContext, x: oir.Value, w: oir.Value, attrs: dict[str, 
     et = ctx.input_type(0)
     if et.is_float:
         return b.op("Conv", [x, w], attrs)  # type: ignore[arg-type]
-    if et.name not in ("i8", "u8", "i16", "u16", "i32", "u32", "i64"):
+    if et.name not in ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"):
         raise ctx.error(f"Convolution on {et.name} is not supported")
     y = b.op("Conv", [b.cast(x, oir.DataType.FLOAT), b.cast(w, oir.DataType.FLOAT)], attrs)  # type: ignore[arg-type]
     info = np.iinfo(et.numpy)

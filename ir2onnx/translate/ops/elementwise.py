@@ -170,7 +170,7 @@ def mod(ctx: LayerContext) -> oir.Value:
 def round_(ctx: LayerContext) -> oir.Value:
     """half_to_even is ONNX Round; half_away_from_zero is sign(x) * floor(|x| + 0.5)."""
     x = ctx.inputs[0]
-    if ctx.input_type(0).numpy.kind in "iu":
+    if ctx.input_type(0).numpy.kind in "iub":
         return ctx.b.op("Identity", [x])
     if ctx.attr_str("mode", "half_to_even").lower() == "half_to_even":
         return ctx.b.op("Round", [x])

@@ -129,9 +129,15 @@ def one_hot(ctx: LayerContext) -> oir.Value:
 
 @converter("CumSum", "opset3")
 def cum_sum(ctx: LayerContext) -> oir.Value:
+    """Booleans: a running or (OpenVINO sums them as numbers and any nonzero sum is true)."""
     axis = ctx.inputs[1] if len(ctx.inputs) > 1 else ctx.b.i64(0)
-    return ctx.b.op("CumSum", [ctx.inputs[0], axis], {"exclusive": int(ctx.attr_bool("exclusive", False)),
-                                                      "reverse": int(ctx.attr_bool("reverse", False))})
+    x = ctx.inputs[0]
+    boolean = ctx.input_type(0).name == "boolean"
+    if boolean:
+        x = ctx.b.cast(x, oir.DataType.INT64)
+    y = ctx.b.op("CumSum", [x, axis], {"exclusive": int(ctx.attr_bool("exclusive", False)),
+                                       "reverse": int(ctx.attr_bool("reverse", False))})
+    return ctx.b.cast(y, oir.DataType.BOOL) if boolean else y
 
 
 @converter("GatherElements", "opset6")

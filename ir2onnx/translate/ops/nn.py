@@ -22,6 +22,9 @@ def matmul(ctx: LayerContext) -> oir.Value:
         a = _swap_last(ctx, a, ctx.input_rank(0))
     if ctx.attr_bool("transpose_b", False):
         b = _swap_last(ctx, b, ctx.input_rank(1))
+    if ctx.input_type(0).name == "boolean":  # OpenVINO multiplies them as numbers: true where any product is
+        f32 = oir.DataType.FLOAT
+        return ctx.b.cast(ctx.b.op("MatMul", [ctx.b.cast(a, f32), ctx.b.cast(b, f32)]), oir.DataType.BOOL)
     return ctx.b.op("MatMul", [a, b])
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import onnx_ir as oir
 
 from ir2onnx.translate.context import LayerContext
-from ir2onnx.translate.ops.precision import in_f32
+from ir2onnx.translate.ops.precision import in_f32_rounded
 from ir2onnx.translate.registry import converter
 
 
@@ -21,7 +21,7 @@ def batch_norm(ctx: LayerContext) -> oir.Value:
 
 
 @converter("MVN", "opset6")
-@in_f32
+@in_f32_rounded
 def mvn(ctx: LayerContext) -> oir.Value:
     """(x - mean) / f(var, eps) over the axes input; eps_mode inside_sqrt or outside_sqrt."""
     b, x = ctx.b, ctx.inputs[0]
@@ -40,7 +40,7 @@ def mvn(ctx: LayerContext) -> oir.Value:
 
 
 @converter("NormalizeL2", "opset1")
-@in_f32
+@in_f32_rounded
 def normalize_l2(ctx: LayerContext) -> oir.Value:
     """x / sqrt(max(sum(x^2), eps)) (eps_mode max) or x / sqrt(sum(x^2) + eps) (add)."""
     b, x = ctx.b, ctx.inputs[0]

@@ -10,16 +10,19 @@ excluded by the number of input elements in the window.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx_ir as oir
 
 from ir2onnx.translate.builder import GraphBuilder, onnx_dtype
 from ir2onnx.translate.context import LayerContext, set_value_type
-from ir2onnx.translate.ops.precision import float_function
+from ir2onnx.translate.ops.precision import float_function, from_f32
 from ir2onnx.translate.ops.window import Arith, Vec, Window, dilated, spatial_dims
 from ir2onnx.translate.registry import converter
 
 _ONNX_MAXPOOL_TYPES = {"f32", "f16", "f64", "i8", "u8"}
+_SLICED = {"i64", "u64"}  # pooled exactly by slices (_max_pool_by_slices)
 _EXACT_IN_F64 = {"i16", "u16", "i32", "u32"}
 _AVGPOOL_TYPES = {"f32", "f16"}
 
@@ -122,17 +125,22 @@ def max_pool(ctx: LayerContext) -> list[oir.Value] | oir.Value:
     et = ctx.input_type(0)
     want_indices = len(ctx.layer.outputs) > 1
     x = ctx.inputs[0]
+    sliced = et.name in _SLICED
     if et.name in _EXACT_IN_F64:
         x = b.cast(x, oir.DataType.DOUBLE)
-    elif et.name not in _ONNX_MAXPOOL_TYPES:
+    elif et.name == "u64":
+        x = _flip_u64(b, x)
+    elif et.name == "boolean":
+        x = b.cast(x, oir.DataType.UINT8)
+    elif not sliced and et.name not in _ONNX_MAXPOOL_TYPES:
         raise ctx.error(f"MaxPool on {et.name} has no exact ONNX form (onnxruntime pools floats, i8 and u8)")
-    _, pb, pe, _, _ = _geometry(ctx, ar, nsp, kernel, win)
+    _, pb, pe, out, _ = _geometry(ctx, ar, nsp, kernel, win)
     attrs: dict[str, object] = {"kernel_shape": kernel, "strides": win.strides, "dilations": win.dilations}
     pads = _native_pads(pb, pe, kernel)
     auto_pad = _native_auto_pad(ctx, win, kernel, pb)
     ceil_pads = _native_ceil_pads(ctx, win, kernel) if pads is None and auto_pad is None else None
     nout = 2 if want_indices else 1
-    if pads is not None or auto_pad is not None or ceil_pads is not None:
+    if not sliced and (pads is not None or auto_pad is not None or ceil_pads is not None):
         if pads is not None:
             attrs["pads"] = pads
         elif auto_pad is not None:
@@ -142,10 +150,12 @@ def max_pool(ctx: LayerContext) -> list[oir.Value] | oir.Value:
         outs = list(b.op_multi("MaxPool", [x], attrs, outputs=nout))  # type: ignore[arg-type]
     else:
         # Explicit -inf padding; a window holding no input element gives the lowest finite value and index 0.
-        np_t = np.dtype(np.float64) if et.name in _EXACT_IN_F64 else et.numpy
+        np_t = np.dtype(np.float64) if et.name in _EXACT_IN_F64 else \
+            np.dtype(np.int64) if sliced else np.dtype(np.uint8) if et.name == "boolean" else et.numpy
         low, lowest = (-np.inf, np.finfo(np_t).min) if np_t.kind == "f" else (np.iinfo(np_t).min,) * 2
         padded = _pad(ctx, ar, x, pb, pe, b.const(np.asarray(low, np_t)))
-        outs = list(b.op_multi("MaxPool", [padded], attrs, outputs=nout))  # type: ignore[arg-type]
+        outs = _max_pool_by_slices(ctx, ar, padded, kernel, win, out, want_indices) if sliced else \
+            list(b.op_multi("MaxPool", [padded], attrs, outputs=nout))  # type: ignore[arg-type]
         marks = b.op("ConstantOfShape", [b.shape_of(x)], {"value": np.zeros(1, np.float32)})
         inside = b.op("MaxPool", [_pad(ctx, ar, marks, pb, pe, b.const(np.asarray(-1, np.float32)))], attrs)
         inside = b.op("Equal", [inside, b.const(np.asarray(0, np.float32))])  # type: ignore[arg-type]
@@ -153,7 +163,11 @@ def max_pool(ctx: LayerContext) -> list[oir.Value] | oir.Value:
         if want_indices:  # OpenVINO points an empty window at the first element of its (n, c) plane
             idx, plane = _unpad_indices(ctx, ar, outs[1], b.shape_of(padded, 2), pb, nsp)
             outs[1] = b.op("Where", [inside, idx, plane])
-    y = b.cast(outs[0], onnx_dtype(et)) if et.name in _EXACT_IN_F64 else outs[0]
+    y = outs[0]
+    if et.name in _EXACT_IN_F64 or et.name == "boolean":
+        y = b.cast(y, onnx_dtype(et))
+    elif et.name == "u64":
+        y = b.cast(_flip_u64(b, y, back=True), oir.DataType.UINT64)
     if not want_indices:
         return y
     idx = outs[1]
@@ -171,6 +185,41 @@ def max_pool(ctx: LayerContext) -> list[oir.Value] | oir.Value:
         idx = b.cast(idx, onnx_dtype(out_et))
     set_value_type(idx, out_et)
     return [y, idx]
+
+
+def _flip_u64(b: GraphBuilder, x: oir.Value, back: bool = False) -> oir.Value:
+    """u64 values as int64 with the top bit flipped, which keeps their order (`back`: int64 so flipped, still
+    int64 afterwards, to be cast to u64). int64 Add of the lowest int64 wraps as the xor would."""
+    x = x if back else b.cast(x, oir.DataType.INT64)
+    return b.op("Add", [x, b.const(np.iinfo(np.int64).min, np.int64)])
+
+
+def _max_pool_by_slices(ctx: LayerContext, ar: Arith, padded: oir.Value, kernel: list[int], win: Window, out: Vec,
+                        want_indices: bool) -> list[oir.Value]:
+    """Max pooling of int64 values exactly (onnxruntime pools no 64-bit integers; in f64 values past 2^53 would
+    merge): the elementwise Max of one strided slice of the padded input per kernel position, every window inside
+    it. Indices (flat, into the padded input) of the first largest value in row-major window order, as onnxruntime's
+    MaxPool reports them."""
+    b = ctx.b
+    nsp = len(kernel)
+    axes, steps = list(range(2, 2 + nsp)), list(win.strides)
+    last = ar.mul(ar.sub(out, 1), np.asarray(steps, np.int64))  # the last window's start, per axis
+    grid = b.reshape(b.op("Range", [b.i64(0), b.op("Size", [padded]), b.i64(1)]), b.shape_of(padded)) \
+        if want_indices else None
+    best = index = None
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        starts = np.asarray([o * d for o, d in zip(offsets, win.dilations)], np.int64)
+        ends = ar.value(ar.add(last, starts + 1))
+        v = b.slice(padded, starts.tolist(), ends, axes, steps)
+        at = b.slice(grid, starts.tolist(), ends, axes, steps) if grid is not None else None
+        if best is None:
+            best, index = v, at
+            continue
+        if at is not None:
+            index = b.op("Where", [b.op("Greater", [v, best]), at, index])
+        best = b.op("Max", [best, v])
+    assert best is not None
+    return [best] if index is None else [best, index]
 
 
 def _unpad_indices(ctx: LayerContext, ar: Arith, idx: oir.Value, padded: oir.Value, pb: Vec,
@@ -205,13 +254,16 @@ def avg_pool(ctx: LayerContext) -> oir.Value:
     kernel = ctx.attr_ints("kernel")
     win = Window.read(ctx, nsp, dilations=ctx.version == 16)
     et = ctx.input_type(0)
-    if et.name not in _AVGPOOL_TYPES and et.numpy.kind not in "iuf" and et.name != "bf16":
+    if et.name not in _AVGPOOL_TYPES and et.numpy.kind not in "iufb" and et.name != "bf16":
         raise ctx.error(f"AvgPool on {et.name} is not supported")
     x = ctx.inputs[0]
     if et.name not in _AVGPOOL_TYPES:
-        # OpenVINO's CPU plugin averages bf16, f64 and integers in f32 (integer results rounded half to even,
-        # checked by experiment): the same here, exact for integers while window sums stay below 2^22
+        # OpenVINO's CPU plugin averages bf16, f64, integers and booleans in f32 (integer results rounded half to
+        # even, booleans true above one half, checked by experiment): the same here, exact for integers while
+        # window sums stay below 2^22
         y = _avg_pool_of(ctx, b.cast(x, oir.DataType.FLOAT), np.dtype(np.float32), ar, kernel, win)
+        if et.name == "boolean":
+            return from_f32(ctx, y, et)
         if et.numpy.kind in "iu":
             y = b.op("Round", [y])
         return b.cast(y, onnx_dtype(et))

@@ -4,7 +4,9 @@
   `wide_input`/`to_output_type` inside a converter, or `in_f32` around a whole converter;
 * float functions of integers (Exp, Sqrt, Sin, Sigmoid, ... of an i32) are computed in f32, rounded half to even
   and saturated to the integer type: `float_function`;
-* 8-bit integer arithmetic saturates (i8/u8 Add, Subtract, Multiply, Power, PRelu): `saturating`.
+* 8-bit integer arithmetic saturates (i8/u8 Add, Subtract, Multiply, Power, PRelu): `saturating`;
+* layers of float arithmetic (SoftMax, MVN, Elu, ...) on integers or booleans run in f32, their results converted
+  back as `float_function` converts (booleans as u8, then != 0): `in_f32_rounded` around a whole converter.
 """
 
 from __future__ import annotations
@@ -37,16 +39,18 @@ def f32_input(ctx: LayerContext, i: int) -> oir.Value:
 
 
 def to_output_type(ctx: LayerContext, y: oir.Value, port: int = 0) -> oir.Value:
-    """`y` (computed by wide_input's rule) cast back to output `port`'s type where that is narrower."""
+    """`y` (computed by wide_input's rule) cast back to output `port`'s type where that is narrower (integers and
+    booleans as `from_f32` converts them)."""
     et = ctx.output_type(port)
     if et.name in _WIDE:
         return y
-    out = ctx.b.cast(y, onnx_dtype(et))
+    out = from_f32(ctx, y, et)
     set_value_type(out, et)
     return out
 
 
 _F32 = parse_element_type("f32")
+_U8 = parse_element_type("u8")
 
 
 def in_f32(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[LayerContext], ConverterResult]:
@@ -81,12 +85,19 @@ def float_function(ctx: LayerContext, x: oir.Value, et: ElementType,
     half to even and saturated into `et` (NaN gives the type's minimum, as the CPU plugin's conversion does; u16
     to u64 are saturated into int32 and wrapped, as that conversion does);
     f16/bf16 in f32 and rounded once; f32/f64 as they are."""
-    b = ctx.b
     if et.name in ("f32", "f64"):
         return compute(x)
-    y = compute(b.cast(x, oir.DataType.FLOAT))
+    return from_f32(ctx, compute(ctx.b.cast(x, oir.DataType.FLOAT)), et)
+
+
+def from_f32(ctx: LayerContext, y: oir.Value, et: ElementType) -> oir.Value:
+    """An f32 result in type `et` as the CPU plugin converts it: floats rounded once; integers rounded half to
+    even and saturated (u16 to u64 through int32, wrapped); booleans as u8, then != 0 (0.5 and below are false)."""
+    b = ctx.b
     if et.is_float:
         return b.cast(y, onnx_dtype(et))
+    if et.name == "boolean":
+        return b.cast(from_f32(ctx, y, _U8), oir.DataType.BOOL)
     y = b.cast(b.op("Round", [y]), oir.DataType.DOUBLE)
     if et.name in ("u16", "u32", "u64"):  # converted through int32, then wrapped: -1 becomes 65535
         y = b.op("Clip", [y, b.const(-2.0**31, np.float64), b.const(2.0**31 - 1, np.float64)])
@@ -98,6 +109,32 @@ def float_function(ctx: LayerContext, x: oir.Value, et: ElementType,
     y = b.op("Clip", [y, b.const(float(info.min), np.float64), b.const(hi, np.float64)])
     y = b.op("Where", [b.op("IsNaN", [y]), b.const(float(info.min), np.float64), y])
     return b.cast(y, onnx_dtype(et))
+
+
+def in_f32_rounded(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[LayerContext], ConverterResult]:
+    """Run a converter of float arithmetic with its data input (input 0) in f32 when that is f16, bf16, an integer
+    or boolean, and convert each output of such a type back once (`from_f32`): OpenVINO's CPU plugin runs such
+    layers (SoftMax, MVN, Elu, ... of an i32) in f32. Other inputs (axes) are left alone."""
+
+    @functools.wraps(fn)
+    def convert(ctx: LayerContext) -> ConverterResult:
+        if ctx.input_type(0).name in _WIDE:
+            return fn(ctx)
+        v = ctx.b.cast(ctx.inputs[0], oir.DataType.FLOAT)
+        set_value_type(v, _F32)
+        ctx.inputs[0] = v
+        out = fn(ctx)
+        outs = [out] if isinstance(out, oir.Value) else list(out)
+        back = []
+        for v, port in zip(outs, ctx.layer.outputs):
+            et = port.element_type
+            if et is not None and et.name not in _WIDE:
+                v = from_f32(ctx, v, et)
+                set_value_type(v, et)
+            back.append(v)
+        return back[0] if isinstance(out, oir.Value) else back
+
+    return convert
 
 
 _SATURATED = ("i8", "u8")

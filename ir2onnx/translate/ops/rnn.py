@@ -75,10 +75,16 @@ def _gru_bias(ctx: LayerContext, bias: oir.Value, lbr: bool, axis: int) -> oir.V
 
 def _emit(ctx: LayerContext, op: str, ins: list[oir.Value | None], attrs: dict[str, object],
           outputs: int) -> tuple[oir.Value, ...]:
-    """onnxruntime runs ONNX LSTM/GRU/RNN in float32 only: f16/bf16 networks compute them in f32 and cast back."""
+    """onnxruntime runs ONNX LSTM/GRU/RNN in float32 only (it lists f64 kernels, which refuse to run): f16, bf16
+    and f64 cells compute in f32 and cast back, as OpenVINO's CPU plugin computes them. Integer cells are refused:
+    OpenVINO's specification defines the cells for floating-point types, and its CPU plugin's integer results are
+    not the f32 cell's rounded (they differ by one and more)."""
     b = ctx.b
     et = ctx.input_type(0)
-    if et.name in ("f32", "f64"):
+    if not et.is_float:
+        raise ctx.error(f"{ctx.layer.type} on {et.name} is not supported: OpenVINO defines it for floating-point "
+                        "types")
+    if et.name == "f32":
         return b.op_multi(op, ins, attrs, outputs=outputs)  # type: ignore[arg-type]
     wide = [v if v is None or i == 4 else b.cast(v, oir.DataType.FLOAT) for i, v in enumerate(ins)]
     outs = b.op_multi(op, wide, attrs, outputs=outputs)  # type: ignore[arg-type]

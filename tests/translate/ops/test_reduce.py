@@ -45,7 +45,8 @@ U64_BIG = np.array([[2**64 - 1, 2, 2**63 + 5], [2**40 + 3, 2**33, 7]], U64)
 
 
 def _u64_mean(a: np.ndarray, axis: int) -> np.ndarray:
-    return np.sum(a, axis=axis, dtype=U64) // U64(a.shape[axis])
+    """The exact mean, truncated (the values' sum, not the sum wrapped modulo 2^64)."""
+    return (np.sum(a.astype(object), axis=axis) // a.shape[axis]).astype(U64)
 
 
 U64_CASES = [
