@@ -111,3 +111,17 @@ def test_sequence_lengths_on_run_time_shapes(tmp_path: Path, case: Case) -> None
     expected = run_openvino(str(save_ir(model, tmp_path, "static")), values)
     model.reshape({p.output(0): ov.PartialShape([-1] * len(p.get_output_partial_shape(0))) for p in ps})
     check_against(model, values, expected, tmp_path, case.rtol, case.atol)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32])
+def test_an_integer_cell_is_refused(tmp_path: Path, dtype: type) -> None:
+    """OpenVINO builds an LSTMCell of integers but defines the op for floating-point types: one clear refusal, not
+    numbers computed some other way."""
+    import ir2onnx
+
+    x, h, c = (ops.parameter(shape, dtype, name=n) for n, shape in (("x", [2, 3]), ("h", [2, 4]), ("c", [2, 4])))
+    weights = [ops.constant(np.ones(shape, dtype)) for shape in ((16, 3), (16, 4), (16,))]
+    cell = ops.lstm_cell(x, h, c, *weights, 4)
+    xml = save_ir(ov.Model([cell.output(0)], [x, h, c], "integer_cell"), tmp_path)
+    with pytest.raises(ir2onnx.ConversionError, match="LSTMCell on i(16|32) is not supported.*floating-point"):
+        ir2onnx.convert(xml)
