@@ -31,11 +31,11 @@ import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import attr, input_at, is_default_domain
 from ir2onnx.passes.analysis.values import const_array, literal_array
-from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta, read_instead
+from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta, initializer, read_instead
 
-# ops that only move or select values (a value of the grid stays one), with the inputs that carry the values
-_MOVES = {"MaxPool": 1, "Reshape": 1, "Transpose": 1, "Squeeze": 1, "Unsqueeze": 1, "Flatten": 1, "Split": 1,
-          "Slice": 1, "DepthToSpace": 1, "SpaceToDepth": 1, "Concat": None}
+# ops that only move or select values (a value of the grid stays one): their first input's, every input's for Concat
+_MOVES = frozenset({"MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Split", "Slice",
+                    "DepthToSpace", "SpaceToDepth", "Concat"})
 # readers onnxruntime runs in integers when their inputs are dequantized
 _COMPUTES = {"Conv", "MatMul", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "ConvTranspose"}
 _INT32 = 2**31 - 1
@@ -107,7 +107,7 @@ def _bias_into_conv(conv: oir.Node, graph: oir.Graph, names: object) -> bool:
     if np.any(np.abs(q) > _INT32):
         return False
     name = fresh_name(names, f"{add.name or 'conv'}/bias")  # type: ignore[arg-type]
-    inits = [_initializer(graph, names, f"{name}/{k}", t) for k, t in
+    inits = [initializer(graph, fresh_name(names, f"{name}/{k}"), t) for k, t in
              (("quantized", q.astype(np.int32)), ("scale", scale32))]
     dq = oir.Node("", "DequantizeLinear", inits, [oir.AttrInt64("axis", 0)], name=name)
     dq.outputs[0].name = fresh_name(names, f"{name}_out")  # type: ignore[arg-type]
@@ -151,7 +151,7 @@ def _reshaped_weight(reshape: oir.Node, graph: oir.Graph, names: object) -> bool
             return False
         attrs = [oir.AttrInt64("axis", new_axis)]
     name = fresh_name(names, f"{dq.name or 'weight'}/reshaped")  # type: ignore[arg-type]
-    values = _initializer(graph, names, name, q.reshape(shape))
+    values = initializer(graph, fresh_name(names, name), q.reshape(shape))
     new = oir.Node("", "DequantizeLinear", [values, *dq.inputs[1:]], attrs, name=f"{name}/dequantize")
     new.outputs[0].name = fresh_name(names, f"{name}_out")  # type: ignore[arg-type]
     new.outputs[0].type, new.outputs[0].shape = dq.outputs[0].type, oir.Shape(shape)
@@ -193,7 +193,7 @@ def _source_grid(v: oir.Value | None, depth: int = 0) -> oir.Node | None:
     n = v.producer()
     if n is None or n.op_type not in _MOVES or not is_default_domain(n):
         return None
-    carried = n.inputs if _MOVES[n.op_type] is None else n.inputs[:1]
+    carried = n.inputs if n.op_type == "Concat" else n.inputs[:1]
     found = [_source_grid(i, depth + 1) for i in carried]
     if not found or any(f is None for f in found):
         return None
@@ -208,26 +208,27 @@ def _same_grid(a: oir.Node, b: oir.Node) -> bool:
     ga, gb = _grid(a), _grid(b)
     if ga is None or gb is None or a.outputs[0].dtype != b.outputs[0].dtype:
         return False
+    if a.inputs[0].dtype != b.inputs[0].dtype:  # type: ignore[union-attr]  (then the zero points' types agree)
+        return False
     za = ga[1] if ga[1] is not None else np.zeros((), a.inputs[0].dtype.numpy())  # type: ignore[union-attr]
     zb = gb[1] if gb[1] is not None else np.zeros((), b.inputs[0].dtype.numpy())  # type: ignore[union-attr]
-    return (ga[0].tobytes() == gb[0].tobytes() and za.dtype == zb.dtype and za.tobytes() == zb.tobytes()
-            and a.inputs[0].dtype == b.inputs[0].dtype)  # type: ignore[union-attr]
+    return ga[0].tobytes() == gb[0].tobytes() and za.tobytes() == zb.tobytes()
 
 
 def _requantize_after(node: oir.Node, graph: oir.Graph, names: object) -> bool:
     source = _source_grid(node.outputs[0])
-    if source is None or source.inputs[0] is None or source.inputs[0].dtype not in (
-            oir.DataType.UINT8, oir.DataType.INT8):
+    if source is None or source.inputs[0] is None or source.outputs[0].dtype != oir.DataType.FLOAT \
+            or source.inputs[0].dtype not in (oir.DataType.UINT8, oir.DataType.INT8):
         return False
     modified = False
     for out in node.outputs:
-        readers = [u for u in out.uses() if u.node.op_type in _COMPUTES and _dq(out) is None]
-        if not readers or source.outputs[0].dtype != oir.DataType.FLOAT:
+        readers = [u for u in out.uses() if u.node.op_type in _COMPUTES]
+        if not readers:
             continue
         name = fresh_name(names, f"{out.name or node.name}/requantize")  # type: ignore[arg-type]
         zp = input_at(source, 2)
         if zp is None:  # (QuantizeLinear without a zero point gives uint8: the grid's own type, zero)
-            zp = _initializer(graph, names, f"{name}/zero_point", np.zeros((), source.inputs[0].dtype.numpy()))
+            zp = initializer(graph, fresh_name(names, f"{name}/zero_point"), np.zeros((), source.inputs[0].dtype.numpy()))
         params = [source.inputs[1], zp]
         q = oir.Node("", "QuantizeLinear", [out, *params], name=name)
         dq = oir.Node("", "DequantizeLinear", [q.outputs[0], *params], name=f"{name}/dequantize")
@@ -240,11 +241,3 @@ def _requantize_after(node: oir.Node, graph: oir.Graph, names: object) -> bool:
             use.node.replace_input_with(use.idx, dq.outputs[0])
         modified = True
     return modified
-
-
-def _initializer(graph: oir.Graph, names: object, name: str, array: np.ndarray) -> oir.Value:
-    name = fresh_name(names, name)  # type: ignore[arg-type]
-    v = oir.Value(name=name, const_value=oir.Tensor(np.ascontiguousarray(array), name=name),
-                  type=oir.TensorType(oir.DataType.from_numpy(array.dtype)), shape=oir.Shape(array.shape))
-    graph.register_initializer(v)
-    return v

@@ -159,6 +159,16 @@ def attributes(attrs: dict[str, object] | None) -> list[oir.Attr]:
             out.append(oir.convenience.convert_attribute(name, value))  # type: ignore[arg-type]
     return out
 
+def initializer(graph: oir.Graph, name: str, array: np.ndarray) -> oir.Value:
+    """`array` as an initializer of `graph` named `name` (a fresh one), with its type and shape."""
+    array = np.ascontiguousarray(array) if np.ndim(array) else np.asarray(array)  # (ascontiguousarray makes a
+    # scalar [1])
+    v = oir.Value(name=name, const_value=oir.Tensor(array, name=name), type=oir.TensorType(oir.DataType.from_numpy(
+        array.dtype)), shape=oir.Shape(array.shape))
+    graph.register_initializer(v)
+    return v
+
+
 class Emitter:
     """Creates nodes before `anchor` in its graph; constants become initializers of the main graph."""
 
@@ -174,14 +184,7 @@ class Emitter:
         return fresh_name(self.names, f"{self.prefix}/fused/{hint}")
 
     def const(self, array: np.ndarray, hint: str = "c") -> oir.Value:
-        array = np.ascontiguousarray(array) if np.ndim(array) else np.asarray(array)  # (ascontiguousarray makes
-        # a scalar [1])
-        v = oir.Value(name=self.fresh(hint), const_value=oir.Tensor(array), type=None)
-        v.const_value.name = v.name  # type: ignore[union-attr]
-        v.type = oir.TensorType(v.const_value.dtype)  # type: ignore[union-attr]
-        v.shape = oir.Shape(array.shape)
-        self.root.register_initializer(v)
-        return v
+        return initializer(self.root, self.fresh(hint), array)
 
     def i64(self, values: Sequence[int]) -> oir.Value:
         return self.const(np.asarray(values, np.int64), "axes")
@@ -357,3 +360,39 @@ def replace_node(node: oir.Node, pairs: Sequence[tuple[oir.Value | None, oir.Val
     for i in range(len(node.inputs)):
         node.replace_input_with(i, None)
     node.graph.remove(node)  # type: ignore[union-attr]
+
+
+def inline_branch(node: oir.Node, branch: oir.Graph, names: MutableSet[str], suffix: str = "taken") -> None:
+    """The If `node` replaced by `branch`, the branch it takes: its initializers and nodes move before the If in the
+    If's graph (a name that graph already holds made fresh), and the If's readers read the branch's outputs (through
+    an Identity of their own where the output is a value of an enclosing graph, a value returned twice, or an input
+    or initializer that would otherwise take a graph output's name)."""
+    graph = node.graph
+    assert graph is not None
+    held = {v.name for v in (*graph.inputs, *graph.initializers.values(), *(o for n in graph for o in n.outputs))}
+    for name, init in list(branch.initializers.items()):
+        del branch.initializers[name]
+        if name in graph.initializers:
+            init.name = fresh_name(names, name)
+        graph.register_initializer(init)
+    moved = list(branch)
+    for n in moved:
+        branch.remove(n)
+        for v in n.outputs:
+            if v.name in held:
+                v.name = fresh_name(names, v.name)
+    if moved:
+        graph.insert_before(node, moved)
+    outs = list(branch.outputs)
+    branch.outputs.clear()
+    results: list[oir.Value] = []
+    for old, out in zip(node.outputs, outs):
+        if out.graph is not graph or out.is_graph_output() or any(out is r for r in results) \
+                or (out.producer() is None and old.is_graph_output()):
+            copy = oir.Value(name=fresh_name(names, f"{out.name or 'branch'}/{suffix}"), type=out.type, shape=out.shape)
+            graph.insert_before(node, inherit_meta(oir.Node("", "Identity", [out], outputs=[copy], name=fresh_name(
+                names, f"{out.name or 'branch'}/{suffix}")), node))
+            out = copy
+        results.append(out)
+    replace_node(node, list(zip(node.outputs, results)), suffix)
+

@@ -39,8 +39,8 @@ import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import NONDETERMINISTIC, is_default_domain, may_hold_graphs, producer
 from ir2onnx.passes.analysis.loop_shapes import loop_output_shapes
-from ir2onnx.passes.analysis.values import literal_array
-from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta, read_instead, take_place
+from ir2onnx.passes.analysis.values import evaluate, literal_array
+from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta, inline_branch, read_instead, take_place
 from ir2onnx.protos import read_inferred, weightless_proto
 
 LIMIT = 1024  # elements of a folded value
@@ -172,6 +172,7 @@ def _inline_constant_ifs(graph: oir.Graph) -> bool:
     """An If of the main graph whose condition is a constant is the branch it takes: that branch's nodes and
     initializers move before it, and its readers read the branch's outputs."""
     inlined = False
+    names = None
     for node in list(graph):
         if node.op_type != "If" or not is_default_domain(node) or not node.inputs:
             continue
@@ -181,35 +182,10 @@ def _inline_constant_ifs(graph: oir.Graph) -> bool:
         branch = node.attributes.get("then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
         if branch is None:
             continue
-        _inline(node, branch.as_graph(), graph)
+        names = all_names(graph) if names is None else names
+        inline_branch(node, branch.as_graph(), names, "branch")
         inlined = True
     return inlined
-
-
-def _inline(node: oir.Node, branch: oir.Graph, graph: oir.Graph) -> None:
-    names = all_names(graph)
-    for name, v in list(branch.initializers.items()):
-        del branch.initializers[name]
-        if name in graph.initializers:  # (names are unique across a model made by ir2onnx; kept apart anyway)
-            v.name = fresh_name(names, name)
-        graph.register_initializer(v)
-    moved = list(branch)
-    taken = {v.name for v in (*graph.inputs, *graph.initializers.values(), *(o for n in graph for o in n.outputs))}
-    for n in moved:
-        for v in n.outputs:
-            if v.name in taken:  # (a branch's names are the model's own, unique: kept apart should one not be)
-                v.name = fresh_name(names, v.name)
-    branch.remove(moved)
-    graph.insert_before(node, moved)
-    results = list(branch.outputs)
-    branch.outputs.clear()
-    for old, new in zip(node.outputs, results):
-        if not read_instead(old, new, graph):  # a graph output that the branch takes from outside: an Identity
-            out = oir.Value(name=fresh_name(names, f"{old.name}/branch_output"))
-            identity = oir.Node("", "Identity", [new], outputs=[out], name=fresh_name(names, f"{old.name}/branch"))
-            graph.insert_before(node, inherit_meta(identity, node))
-            take_place(old, out)
-    graph.remove(node, safe=True)
 
 
 def _integer_arithmetic(node: oir.Node) -> bool:
@@ -300,27 +276,17 @@ def _common(node: oir.Node, x: Sequence[np.ndarray | None]) -> list[np.ndarray] 
         a = node.attributes.get(name)
         return default if a is None else a.as_int()
 
-    if op == "Identity":
-        return [x[0]]  # type: ignore[list-item]
     if op == "Gather":
         return [np.take(x[0], x[1], axis=attr("axis", 0))]  # type: ignore[arg-type, call-overload]
-    if op == "Concat":
-        return [np.concatenate(x, axis=attr("axis", 0))]  # type: ignore[arg-type]
-    if op == "Unsqueeze":
-        return [np.expand_dims(x[0], tuple(int(a) for a in x[1]))]  # type: ignore[arg-type, union-attr]
-    if op == "Squeeze":
-        axes = x[1] if len(x) > 1 else None
-        return [np.squeeze(x[0], None if axes is None else tuple(int(a) for a in axes))]  # type: ignore[arg-type]
-    if op == "Cast":
-        to = oir.DataType(attr("to", 0)).numpy()
-        return [x[0].astype(to)] if to.kind in "iub" else None  # type: ignore[union-attr]
-    if op == "Reshape":
-        target = [int(d) for d in x[1]]  # type: ignore[union-attr]
-        if not attr("allowzero", 0):
-            target = [x[0].shape[i] if d == 0 else d for i, d in enumerate(target)]  # type: ignore[union-attr]
-        return [x[0].reshape(target)]  # type: ignore[union-attr]
-    if op in ("Add", "Sub", "Mul") and x[0].dtype == x[1].dtype:  # type: ignore[union-attr]
-        return [{"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](x[0], x[1])]
+    if op == "Cast" and oir.DataType(attr("to", 0)).numpy().kind not in "iub":
+        return None
+    if op in ("Add", "Sub", "Mul") and x[0].dtype != x[1].dtype:  # type: ignore[union-attr]
+        return None
+    if op == "Squeeze" and (len(x) < 2 or x[1] is None):  # every unit axis
+        return [np.squeeze(x[0])]  # type: ignore[arg-type]
+    if op in ("Identity", "Concat", "Unsqueeze", "Squeeze", "Cast", "Reshape", "Add", "Sub", "Mul"):
+        out = evaluate(node, x)  # (analysis/values.py: the constant evaluation the other passes use)
+        return None if out is None else [out]
     if op in ("ReduceProd", "ReduceSum"):  # axes: the second input (ReduceSum; ReduceProd from opset 18) or attribute
         given = node.attributes.get("axes")
         axes = x[1] if len(x) > 1 and x[1] is not None else None if given is None else given.as_ints()

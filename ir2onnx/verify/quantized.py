@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ir2onnx.passes.quantized_layout import FLOAT_BIAS
+
 # ops whose output values are some of their (first) input's values: a quantized tensor stays on its grid through them
 MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather",
                     "Concat", "Split", "MaxPool", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"})
@@ -56,8 +58,6 @@ def _step(name: str, producer: dict[str, onnx.NodeProto], consts: dict[str, onnx
     found = [_step(s, producer, consts, seen) for s in sources if s]
     return None if not found or any(s is None for s in found) else max(found)  # type: ignore[type-var]
 
-
-FLOAT_BIAS = "ir2onnx.float_bias"  # (passes/quantized_layout.py writes it; verify imports no passes)
 
 # QuantizeLinear inputs scaled by 1 +- TIE_NUDGE: every value that close to a rounding tie rounds the other way
 TIE_NUDGE = 2.0**-18

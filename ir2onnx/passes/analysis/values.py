@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -132,6 +132,13 @@ def _fold(n: oir.Node, index: int) -> np.ndarray | None:
     ins = [const_array(i) if i is not None else None for i in n.inputs]
     if any(a is None for a, v in zip(ins, n.inputs) if v is not None):
         return None
+    return evaluate(n, ins, index)
+
+
+def evaluate(n: oir.Node, ins: Sequence[np.ndarray | None], index: int = 0) -> np.ndarray | None:
+    """Output `index` of `n` computed in numpy from the constant inputs `ins`, for the ops of weight and shape
+    arithmetic (DequantizeLinear, moves, Cast, Concat, Split, Add/Sub/Mul, Neg); None for any other op."""
+    op = n.op_type
     x = ins[0]
     if op == "DequantizeLinear":  # compressed weights (passes/compressed_weights.py): exact in f64, rounded once
         scale = ins[1]

@@ -9,15 +9,13 @@ nodes and initializers moved into the If's graph. onnx2torch has no If; other co
 
 from __future__ import annotations
 
-from collections.abc import MutableSet
-
 import numpy as np
 import onnx_ir as oir
 
 from ir2onnx.passes.analysis.graph import all_nodes, attr, input_at, is_default_domain
 from ir2onnx.passes.analysis.shapes import StaticShapes, infer_shapes
 from ir2onnx.passes.analysis.values import const_array, derivations, shape_of
-from ir2onnx.passes.rewrite import all_names, fresh_name, inherit_meta, replace_node
+from ir2onnx.passes.rewrite import all_names, inline_branch
 
 
 class KnownIfsPass(oir.passes.InPlacePass):
@@ -30,7 +28,7 @@ class KnownIfsPass(oir.passes.InPlacePass):
             decided = [(n, taken) for n in ifs if (taken := condition_value(n.inputs[0])) is not None]
         names = all_names(model.graph)
         for node, taken in decided:
-            _inline(node, node.attributes["then_branch" if taken else "else_branch"].as_graph(), names)
+            inline_branch(node, node.attributes["then_branch" if taken else "else_branch"].as_graph(), names)
         return oir.passes.PassResult(model, modified=bool(decided))
 
 
@@ -110,35 +108,3 @@ def _dims(x: oir.Value) -> tuple[int | None, ...] | None:
     if partial is not None:
         return partial
     return None if x.shape is None else tuple(d if isinstance(d, int) else None for d in x.shape)
-
-
-def _inline(node: oir.Node, branch: oir.Graph, names: MutableSet[str]) -> None:
-    """The If `node` replaced by `branch`'s nodes, in its graph, before it."""
-    graph = node.graph
-    assert graph is not None
-    for name, init in list(branch.initializers.items()):
-        del branch.initializers[name]
-        graph.register_initializer(init)
-    moved = list(branch)
-    for n in moved:
-        branch.remove(n)
-    if moved:
-        graph.insert_before(node, moved)
-    outs = list(branch.outputs)
-    branch.outputs.clear()
-    results: list[oir.Value] = []
-    for out in outs:
-        if out.graph is graph and out.producer() is not None and not out.is_graph_output() \
-                and not any(out is r for r in results):
-            results.append(out)
-        else:  # an input or value of an enclosing graph, or one value returned twice: a value of its own
-            results.append(_copy(graph, out, names, node))
-    replace_node(node, list(zip(node.outputs, results)), "taken")
-
-
-def _copy(graph: oir.Graph, x: oir.Value, names: MutableSet[str], like: oir.Node) -> oir.Value:
-    out = oir.Value(name=fresh_name(names, f"{x.name or 'branch'}/taken"), type=x.type, shape=x.shape)
-    graph.insert_before(like, inherit_meta(oir.Node("", "Identity", [x], outputs=[out],
-                                                   name=fresh_name(names, f"{x.name or 'branch'}/taken")), like))
-    return out
-

@@ -55,26 +55,36 @@ _U8 = parse_element_type("u8")
 
 def in_f32(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[LayerContext], ConverterResult]:
     """Run converter `fn` with its f16/bf16 inputs cast to f32, and cast its f16/bf16 outputs back."""
+    return _around_f32(
+        fn, lambda ctx: [i for i in range(len(ctx.inputs))
+                         if ctx.inputs[i] is not None and ctx.input_type(i).name in _HALF],
+        lambda et, v: et.name in _HALF and (value_type(v) is None or value_type(v).name == "f32"))
+
+
+def _around_f32(fn: Callable[[LayerContext], ConverterResult], chosen: Callable[[LayerContext], list[int]],
+                back: Callable[[ElementType, oir.Value], bool]) -> Callable[[LayerContext], ConverterResult]:
+    """`fn` run with the `chosen` inputs cast to f32, each output whose type and value `back` picks converted to that
+    type (`from_f32`: for floats a cast)."""
 
     @functools.wraps(fn)
     def convert(ctx: LayerContext) -> ConverterResult:
-        half = [i for i in range(len(ctx.inputs)) if ctx.inputs[i] is not None and ctx.input_type(i).name in _HALF]
-        if not half:
+        inputs = chosen(ctx)
+        if not inputs:
             return fn(ctx)
-        for i in half:
+        for i in inputs:
             v = ctx.b.cast(ctx.inputs[i], oir.DataType.FLOAT)
             set_value_type(v, _F32)
             ctx.inputs[i] = v
         out = fn(ctx)
         outs = [out] if isinstance(out, oir.Value) else list(out)
-        back = []
+        converted = []
         for port, v in zip(ctx.layer.outputs, outs):
             et = port.element_type
-            if et is not None and et.name in _HALF and (value_type(v) is None or value_type(v).name == "f32"):
-                v = ctx.b.cast(v, onnx_dtype(et))
+            if et is not None and back(et, v):
+                v = from_f32(ctx, v, et)
                 set_value_type(v, et)
-            back.append(v)
-        return back[0] if isinstance(out, oir.Value) else back
+            converted.append(v)
+        return converted[0] if isinstance(out, oir.Value) else converted
 
     return convert
 
@@ -115,26 +125,8 @@ def in_f32_rounded(fn: Callable[[LayerContext], ConverterResult]) -> Callable[[L
     """Run a converter of float arithmetic with its data input (input 0) in f32 when that is f16, bf16, an integer
     or boolean, and convert each output of such a type back once (`from_f32`): OpenVINO's CPU plugin runs such
     layers (SoftMax, MVN, Elu, ... of an i32) in f32. Other inputs (axes) are left alone."""
-
-    @functools.wraps(fn)
-    def convert(ctx: LayerContext) -> ConverterResult:
-        if ctx.input_type(0).name in _WIDE:
-            return fn(ctx)
-        v = ctx.b.cast(ctx.inputs[0], oir.DataType.FLOAT)
-        set_value_type(v, _F32)
-        ctx.inputs[0] = v
-        out = fn(ctx)
-        outs = [out] if isinstance(out, oir.Value) else list(out)
-        back = []
-        for v, port in zip(outs, ctx.layer.outputs):
-            et = port.element_type
-            if et is not None and et.name not in _WIDE:
-                v = from_f32(ctx, v, et)
-                set_value_type(v, et)
-            back.append(v)
-        return back[0] if isinstance(out, oir.Value) else back
-
-    return convert
+    return _around_f32(fn, lambda ctx: [] if ctx.input_type(0).name in _WIDE else [0],
+                       lambda et, v: et.name not in _WIDE)
 
 
 _SATURATED = ("i8", "u8")
